@@ -1,0 +1,120 @@
+"""Who is asking (authentication policies) and may they manage (management policies), SPEC §2.
+
+Every API view gets `request.user`, a `Requester` carrying the normalized system name and the
+operator flag. Views that need no identity (echo, schema, docs) opt out explicitly with
+`authentication_classes = []` and `permission_classes = [AllowAny]`.
+"""
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+
+from config.conventions import names
+from config.conventions.versions import java_split
+from config.exceptions import AuthError, Forbidden
+from identity.models import User
+from identity.selectors import identity_token_owner, system_identity
+
+OPERATOR_NAME = "Sysop"
+NO_HEADER = "No authorization header has been provided"
+INVALID_HEADER = "Invalid authorization header"
+NO_MANAGEMENT_PERMISSION = "Requester has no management permission"
+
+_UNLOADED = object()
+
+
+@dataclass
+class Requester:
+    """The authenticated system behind a request."""
+
+    name: str
+    is_operator: bool
+    _identity: object = field(default=_UNLOADED, repr=False)
+
+    is_authenticated = True
+    is_anonymous = False
+
+    @property
+    def identity(self) -> User | None:
+        """The Django user of this system, if one exists (loaded once, on demand)."""
+        if self._identity is _UNLOADED:
+            self._identity = system_identity(self.name)
+        return self._identity  # type: ignore[return-value]
+
+    def has_perm(self, permission: str) -> bool:
+        identity = self.identity
+        return bool(identity and identity.is_active and identity.has_perm(permission))
+
+
+def _bearer_credentials(request: Request, expected_prefix: str) -> str:
+    """The value after `Bearer <expected_prefix>//`, split the way the reference splits it."""
+    header = names.java_trim(request.META.get("HTTP_AUTHORIZATION", ""))
+    if not header:
+        raise AuthError(NO_HEADER)
+    words = header.split(" ")
+    if len(words) != 2 or words[0] != "Bearer":
+        raise AuthError(INVALID_HEADER)
+    parts = java_split(words[1], "//")
+    if len(parts) != 2 or parts[0] != expected_prefix:
+        raise AuthError(INVALID_HEADER)
+    return parts[1]
+
+
+def _declared(request: Request) -> Requester:
+    name = names.normalize_system_name(_bearer_credentials(request, "SYSTEM"))
+    if name is None:
+        raise AuthError(INVALID_HEADER)
+    # A malformed name is the request's fault: 400 with the naming message, as the reference
+    # answers a pull from `SYSTEM//inv@lid` (docs/decisions.md).
+    names.validate_system_name(name)
+    return Requester(name=name, is_operator=name == OPERATOR_NAME)
+
+
+def _token(request: Request) -> Requester:
+    identity = identity_token_owner(_bearer_credentials(request, "IDENTITY-TOKEN"))
+    if identity is None:
+        raise AuthError(INVALID_HEADER)
+    return Requester(name=identity.username, is_operator=identity.is_operator,
+                     _identity=identity)
+
+
+_POLICIES = {"declared": _declared, "token": _token}
+
+
+class ArrowheadAuthentication(BaseAuthentication):
+    def authenticate(self, request: Request) -> tuple[Requester, None]:
+        return _POLICIES[settings.AUTHENTICATION_POLICY](request), None
+
+    def authenticate_header(self, request: Request) -> str:
+        return "Bearer"
+
+
+def _whitelisted(name: str) -> bool:
+    return name in {names.normalize_system_name(entry) for entry in settings.MANAGEMENT_WHITELIST}
+
+
+def has_management_permission(requester: Requester, permission: str | None) -> bool:
+    if requester.is_operator:
+        return True
+    policy = settings.MANAGEMENT_POLICY
+    if policy == "sysop-only":
+        return False
+    if _whitelisted(requester.name):
+        return True
+    return policy == "permission" and permission is not None and requester.has_perm(permission)
+
+
+class ManagementPermission(BasePermission):
+    """Paths containing `/mgmt/` need management permission. A view names the Django
+    permission that grants its operation in `management_permission` (e.g. `store.add_rule`);
+    without one, only operators and whitelisted systems pass."""
+
+    def has_permission(self, request: Request, view: object) -> bool:
+        if "/mgmt/" not in request.path:
+            return True
+        permission = getattr(view, "management_permission", None)
+        if not has_management_permission(request.user, permission):
+            raise Forbidden(NO_MANAGEMENT_PERMISSION)
+        return True

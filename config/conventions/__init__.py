@@ -1,0 +1,2 @@
+"""Arrowhead conventions shared by every app: names, versions, instance ids, UUIDs, paging,
+timestamps (SPEC §1, reference-simple §4–5)."""

@@ -1,0 +1,21 @@
+"""UUIDs in canonical 8-4-4-4-12 form: case-insensitive, surrounding blanks trimmed, output
+lower case (SPEC §1). Java's lenient forms (`1-1-1-1-1`) and Python's (braces, `urn:uuid:`,
+32 bare hex digits) are not accepted."""
+import re
+import uuid
+
+from config.conventions.names import java_trim
+
+_CANONICAL = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
+
+
+def parse_uuid(value: object) -> uuid.UUID | None:
+    """The UUID, or None when the value is not a string holding a canonical UUID."""
+    if not isinstance(value, str):
+        return None
+    trimmed = java_trim(value)
+    if not _CANONICAL.fullmatch(trimmed):
+        return None
+    return uuid.UUID(trimmed)

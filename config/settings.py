@@ -1,0 +1,183 @@
+"""All settings, read from the environment (django-environ) with embedded defaults.
+
+Every variable read here is listed in the README with its default. Invalid values fail at
+start-up with ImproperlyConfigured instead of surfacing later as odd behaviour.
+"""
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+
+env = environ.Env()
+
+
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    """A lower-case enum setting; `_` and `-` are interchangeable, case is ignored."""
+    value = env.str(name, default=default).strip().lower().replace("_", "-")
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}={value!r} is not one of {', '.join(choices)}")
+    return value
+
+
+def env_positive_int(name: str, default: int) -> int:
+    value = env.int(name, default=default)
+    if value < 1:
+        raise ImproperlyConfigured(f"{name} must be a positive integer, got {value}")
+    return value
+
+
+# --- Django core --------------------------------------------------------------------------
+SECRET_KEY = env.str("SECRET_KEY", default="insecure-local-default-change-me-in-production")
+DEBUG = env.bool("DEBUG", default=False)
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "identity",
+    "store",
+    "orchestration",
+    "subscriptions",
+    "notifications",
+]
+
+MIDDLEWARE = [
+    "config.request_id.RequestIdMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+APPEND_SLASH = False
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}"),
+}
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    VAR_DIR.mkdir(exist_ok=True)  # the first-run database lives in var/ (git-ignored)
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+AUTH_USER_MODEL = "identity.User"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = env.str("STATIC_ROOT", default=str(VAR_DIR / "static"))
+# gunicorn does not serve files; the service serves its own (admin, Swagger UI) from STATIC_ROOT
+# unless a front proxy does it. See docs/operations.md.
+SERVE_STATIC = env.bool("SERVE_STATIC", default=True)
+
+# --- Arrowhead service ----------------------------------------------------------------------
+SYSTEM_NAME = env.str("SYSTEM_NAME", default="SimpleStoreServiceOrchestration")
+HOST = env.str("HOST", default="127.0.0.1")
+PORT = env.int("PORT", default=8465)
+
+AUTHENTICATION_POLICIES = ("declared", "token", "outsourced", "certificate")
+AUTHENTICATION_POLICY = env_choice("AUTHENTICATION_POLICY", "declared", AUTHENTICATION_POLICIES)
+if AUTHENTICATION_POLICY in ("outsourced", "certificate"):
+    raise ImproperlyConfigured(
+        f"AUTHENTICATION_POLICY={AUTHENTICATION_POLICY} is not available in this version; "
+        "use declared or token"
+    )
+MANAGEMENT_POLICIES = ("sysop-only", "whitelist", "permission")
+MANAGEMENT_POLICY = env_choice("MANAGEMENT_POLICY", "permission", MANAGEMENT_POLICIES)
+MANAGEMENT_WHITELIST = env.list("MANAGEMENT_WHITELIST", default=[])
+NORMALIZATION_MODE = env_choice("NORMALIZATION_MODE", "extended", ("extended", "simple"))
+MAX_PAGE_SIZE = env_positive_int("MAX_PAGE_SIZE", 1000)
+MAX_BULK_SIZE = env_positive_int("MAX_BULK_SIZE", 1000)
+QOS_ENABLED = env.bool("QOS_ENABLED", default=False)
+TOKEN_TTL_SECONDS = env_positive_int("TOKEN_TTL_SECONDS", 60)
+IDENTITY_TOKEN_TTL_SECONDS = env_positive_int("IDENTITY_TOKEN_TTL_SECONDS", 365 * 24 * 3600)
+
+# --- Celery (CELERY_BROKER_URL unset: tasks run in-process) ---------------------------------
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or "memory://"
+CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL == "memory://"
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TIMEZONE = "UTC"
+
+# --- MQTT (notification delivery) ----------------------------------------------------------
+MQTT_BROKER_URL = env.str("MQTT_BROKER_URL", default="mqtt://127.0.0.1:1883")
+
+# --- REST framework and OpenAPI -------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["config.auth.ArrowheadAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["config.auth.ManagementPermission"],
+    "EXCEPTION_HANDLER": "config.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Service Orchestration",
+    "DESCRIPTION": "Arrowhead-compatible orchestration core system: rule store management and "
+    "orchestration (pull, subscribe, unsubscribe).",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# --- Logging: every line carries the request id ---------------------------------------------
+LOG_LEVEL = env.str("LOG_LEVEL", default="INFO").upper()
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"request_id": {"()": "config.request_id.RequestIdLogFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s [%(request_id)s] %(name)s: %(message)s"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["request_id"],
+            "formatter": "plain",
+        },
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        # Our own handler logs 500s once, with the request id; Django would log them again.
+        "django.request": {"level": "ERROR", "handlers": [], "propagate": False},
+    },
+}

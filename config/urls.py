@@ -1,0 +1,29 @@
+from django.conf import settings
+from django.contrib import admin
+from django.urls import include, path, re_path
+from django.views.generic import RedirectView
+from django.views.static import serve
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from config.views import EchoApi, NotFoundApi
+
+urlpatterns = [
+    path("", RedirectView.as_view(url="/api/docs/", permanent=False)),
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("serviceorchestration/monitor/echo", EchoApi.as_view()),
+]
+
+if settings.SERVE_STATIC:
+    urlpatterns.append(
+        re_path(r"^static/(?P<path>.*)$", serve, {"document_root": settings.STATIC_ROOT})
+    )
+
+# Last: every other path answers with the error envelope (401 without identity, else 404).
+urlpatterns.append(re_path(r"^.*$", NotFoundApi.as_view()))
+
+handler400 = "config.errors.bad_request"
+handler403 = "config.errors.permission_denied"
+handler404 = "config.views.not_found"
+handler500 = "config.errors.server_error"

@@ -1,0 +1,38 @@
+"""Service-wide endpoints: health echo and the JSON answer for unknown paths."""
+from django.http import HttpRequest, HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from config.exceptions import DataNotFound
+
+
+class EchoApi(APIView):
+    """Health check; needs no identity (SPEC §2)."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(operation_id="echo", responses={(200, "text/plain"): OpenApiTypes.STR},
+                   auth=[])
+    def get(self, request: Request) -> HttpResponse:
+        return HttpResponse("Got it!", content_type="text/plain; charset=utf-8")
+
+
+class NotFoundApi(APIView):
+    """Any unknown path: authenticated and permission-checked like a real endpoint first (an
+    anonymous caller gets 401, as behind the reference's filters), then 404."""
+
+    schema = None  # not an operation: kept out of the OpenAPI document
+
+    def _not_found(self, request: Request, *args: object, **kwargs: object) -> HttpResponse:
+        raise DataNotFound(f"No such endpoint: {request.method} {request.path}")
+
+    get = post = put = patch = delete = head = options = _not_found
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """handler404: Http404 raised outside the API views answers with the envelope too."""
+    return NotFoundApi.as_view()(request)

@@ -1,0 +1,14 @@
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+
+
+class ArrowheadAuthenticationScheme(OpenApiAuthenticationExtension):
+    target_class = "config.auth.ArrowheadAuthentication"
+    name = "arrowheadIdentity"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "`SYSTEM//<SystemName>` under the declared policy, "
+            "`IDENTITY-TOKEN//<token>` under the token policy.",
+        }

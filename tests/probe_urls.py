@@ -1,0 +1,61 @@
+"""Test-only endpoints in front of the real URL configuration, to exercise the framework
+behaviour (errors, identity, management permission) that every real endpoint relies on."""
+from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import path
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.urls import urlpatterns as service_urlpatterns
+
+PROBE = "/serviceorchestration/probe"
+
+
+class WhoAmIProbe(APIView):
+    def get(self, request: Request) -> Response:
+        return Response({"name": request.user.name, "operator": request.user.is_operator})
+
+    def post(self, request: Request) -> Response:
+        return Response({"name": request.user.name, "data": request.data})
+
+
+class CrashProbe(APIView):
+    def get(self, request: Request) -> Response:
+        raise RuntimeError("secret internals: password=hunter2")
+
+
+class Http404Probe(APIView):
+    def get(self, request: Request) -> Response:
+        raise Http404("gone")
+
+
+class ManagementWithPermissionProbe(APIView):
+    management_permission = "identity.view_identitytoken"
+
+    def get(self, request: Request) -> Response:
+        return Response({"name": request.user.name})
+
+
+class ManagementWithoutPermissionProbe(APIView):
+    def get(self, request: Request) -> Response:
+        return Response({"name": request.user.name})
+
+
+def plain_django_crash(request: HttpRequest) -> HttpResponse:
+    raise RuntimeError("secret internals outside DRF")
+
+
+urlpatterns = [
+    path(f"{PROBE[1:]}/whoami", WhoAmIProbe.as_view()),
+    path(f"{PROBE[1:]}/crash", CrashProbe.as_view()),
+    path(f"{PROBE[1:]}/http404", Http404Probe.as_view()),
+    path(f"{PROBE[1:]}/plain-crash", plain_django_crash),
+    path(f"{PROBE[1:]}/mgmt/with-permission", ManagementWithPermissionProbe.as_view()),
+    path(f"{PROBE[1:]}/mgmt/without-permission", ManagementWithoutPermissionProbe.as_view()),
+    *service_urlpatterns,
+]
+
+handler400 = "config.errors.bad_request"
+handler403 = "config.errors.permission_denied"
+handler404 = "config.views.not_found"
+handler500 = "config.errors.server_error"
