@@ -1,5 +1,6 @@
-"""gunicorn configuration (`gunicorn --config python:config.gunicorn config.wsgi`): binds to the
-HOST and PORT settings so that the service has one source of configuration."""
+"""gunicorn configuration (`gunicorn --config python:config.gunicorn config.wsgi`), taken from
+the Django settings (HOST, PORT, WEB_CONCURRENCY) so that the service has one source of
+configuration."""
 import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -7,4 +8,5 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 from django.conf import settings  # noqa: E402
 
 bind = [f"{settings.HOST}:{settings.PORT}"]
+workers = settings.WEB_CONCURRENCY
 accesslog = "-"

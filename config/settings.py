@@ -106,6 +106,7 @@ SERVE_STATIC = env.bool("SERVE_STATIC", default=True)
 SYSTEM_NAME = env.str("SYSTEM_NAME", default="SimpleStoreServiceOrchestration")
 HOST = env.str("HOST", default="127.0.0.1")
 PORT = env.int("PORT", default=8465)
+WEB_CONCURRENCY = env_positive_int("WEB_CONCURRENCY", 2)
 
 AUTHENTICATION_POLICIES = ("declared", "token", "outsourced", "certificate")
 AUTHENTICATION_POLICY = env_choice("AUTHENTICATION_POLICY", "declared", AUTHENTICATION_POLICIES)

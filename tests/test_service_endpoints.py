@@ -1,0 +1,40 @@
+import io
+
+import pytest
+from django.core.management import call_command
+
+pytestmark = pytest.mark.django_db
+
+
+class ServiceEndpointTests:
+    def test_it_answers_echo(self, api):
+        response = api.get("/serviceorchestration/monitor/echo")
+        assert (response.status_code, response.content) == (200, b"Got it!")
+
+    def test_it_serves_the_openapi_schema_without_identity(self, api):
+        response = api.get("/api/schema/?format=json")
+        assert response.status_code == 200
+        schema = response.json()
+        assert schema["openapi"].startswith("3.")
+        assert "/serviceorchestration/monitor/echo" in schema["paths"]
+
+    def test_it_generates_a_valid_schema_without_warnings(self):
+        out = io.StringIO()
+        call_command("spectacular", "--validate", "--fail-on-warn", "--format", "openapi-json",
+                     stdout=out)
+        assert '"openapi"' in out.getvalue()
+
+    def test_it_serves_swagger_ui_without_identity(self, api):
+        response = api.get("/api/docs/")
+        assert response.status_code == 200
+        assert b"swagger-ui" in response.content
+        assert b"/static/drf_spectacular_sidecar/swagger-ui-dist/" in response.content
+
+    def test_it_serves_the_admin_login_page(self, api):
+        response = api.get("/admin/login/")
+        assert response.status_code == 200
+        assert b"csrfmiddlewaretoken" in response.content
+
+    def test_it_redirects_the_root_to_the_api_docs(self, api):
+        response = api.get("/")
+        assert (response.status_code, response["Location"]) == (302, "/api/docs/")
