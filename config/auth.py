@@ -108,13 +108,16 @@ def has_management_permission(requester: Requester, permission: str | None) -> b
 
 class ManagementPermission(BasePermission):
     """Paths containing `/mgmt/` need management permission. A view names the Django
-    permission that grants its operation in `management_permission` (e.g. `store.add_rule`);
+    permission that grants its operation in `management_permission` (e.g. `store.add_rule`),
+    or a mapping of HTTP method to permission where one path serves several operations;
     without one, only operators and whitelisted systems pass."""
 
     def has_permission(self, request: Request, view: object) -> bool:
         if "/mgmt/" not in request.path:
             return True
         permission = getattr(view, "management_permission", None)
+        if isinstance(permission, dict):
+            permission = permission.get(request.method)
         if not has_management_permission(request.user, permission):
             raise Forbidden(NO_MANAGEMENT_PERMISSION)
         return True

@@ -13,6 +13,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("serviceorchestration/monitor/echo", EchoApi.as_view()),
+    path("serviceorchestration/orchestration/", include("store.urls")),
 ]
 
 if settings.SERVE_STATIC:

@@ -5,6 +5,7 @@ import re
 import uuid
 
 from config.conventions.names import java_trim
+from config.exceptions import InvalidParameter
 
 _CANONICAL = re.compile(
     r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
@@ -19,3 +20,12 @@ def parse_uuid(value: object) -> uuid.UUID | None:
     if not _CANONICAL.fullmatch(trimmed):
         return None
     return uuid.UUID(trimmed)
+
+
+def require_uuid(value: object) -> uuid.UUID:
+    """The UUID, or InvalidParameter `Invalid UUID: <trimmed value>`."""
+    parsed = parse_uuid(value)
+    if parsed is None:
+        shown = java_trim(value) if isinstance(value, str) else value
+        raise InvalidParameter(f"Invalid UUID: {shown}")
+    return parsed

@@ -1,0 +1,140 @@
+"""Rule store management API (SPEC §3), one view per operation."""
+from django.conf import settings
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.conventions.pagination import parse_pagination
+from config.conventions.uuids import require_uuid
+from config.exceptions import InvalidParameter
+from config.fields import StrictIntegerField
+from config.schema import error_responses
+from store.selectors.rules import DEFAULT_SORT_FIELD, SORT_COLUMNS, rule_filters_parse, rule_list
+from store.serializers import (
+    PRIORITY_MAP_SCHEMA,
+    RuleCreateSerializer,
+    RuleListSerializer,
+    RuleQuerySerializer,
+)
+from store.services.rules import (
+    RuleDraft,
+    rule_create_many,
+    rule_delete_many,
+    rule_priorities_modify,
+)
+
+TAG = ["Rule store management"]
+REMOVE_PARAMETERS = [OpenApiParameter(
+    "uuids", str, many=True, required=True,
+    description="Rule ids; repeat the parameter or separate them with commas.")]
+
+
+def _rule_list_response(rules, count: int, status: int = 200) -> Response:
+    return Response(RuleListSerializer({"entries": rules, "count": count}).data, status=status)
+
+
+def _validated(serializer_class, data) -> dict:
+    """Shape and types of a JSON body; no body (or `null`) is an empty object."""
+    serializer = serializer_class(data={} if data is None else data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+class RuleQueryApi(APIView):
+    """`POST .../query`; `DELETE .../query` removes, as the interface document's example does
+    (docs/decisions.md)."""
+
+    management_permission = {"POST": "store.view_rule", "DELETE": "store.delete_rule"}
+
+    @extend_schema(operation_id="simpleStoreQuery", tags=TAG, request=RuleQuerySerializer,
+                   responses={200: RuleListSerializer, **error_responses(403)})
+    def post(self, request: Request) -> Response:
+        data = _validated(RuleQuerySerializer, request.data)
+        page = parse_pagination(data.get("pagination"), sort_fields=list(SORT_COLUMNS),
+                                default_sort_field=DEFAULT_SORT_FIELD)
+        filters = rule_filters_parse(
+            ids=data.get("ids"), consumer_names=data.get("consumerNames"),
+            service_definitions=data.get("serviceDefinitions"),
+            service_instance_ids=data.get("serviceInstanceIds"),
+            min_priority=data.get("minPriority"), max_priority=data.get("maxPriority"),
+            created_by=data.get("createdBy"))
+        return _rule_list_response(*rule_list(filters=filters, page=page))
+
+    @extend_schema(operation_id="simpleStoreRemoveAtQuery", tags=TAG, request=None,
+                   parameters=REMOVE_PARAMETERS, responses={200: None, **error_responses(403)},
+                   description="Same as DELETE .../remove.")
+    def delete(self, request: Request) -> Response:
+        return _remove(request)
+
+
+class RuleCreateApi(APIView):
+    management_permission = "store.add_rule"
+
+    @extend_schema(operation_id="simpleStoreCreate", tags=TAG, request=RuleCreateSerializer,
+                   responses={201: RuleListSerializer, **error_responses(403)})
+    def post(self, request: Request) -> Response:
+        data = _validated(RuleCreateSerializer, request.data)
+        items = data.get("entries") if data.get("entries") is not None else data.get("candidates")
+        drafts = [None if item is None else RuleDraft(item.get("consumer"),
+                                                      item.get("serviceInstanceId"),
+                                                      item.get("priority"))
+                  for item in items or []]
+        rules = rule_create_many(drafts=drafts, requester=request.user.name,
+                                 limit=settings.MAX_BULK_SIZE)
+        return _rule_list_response(rules, len(rules), status=201)
+
+
+class PriorityMapField(serializers.DictField):
+    child = StrictIntegerField(allow_null=True)
+
+
+class RuleModifyPrioritiesApi(APIView):
+    management_permission = "store.change_rule"
+
+    @extend_schema(operation_id="simpleStoreModifyPriorities", tags=TAG,
+                   request={"application/json": PRIORITY_MAP_SCHEMA},
+                   responses={200: RuleListSerializer, **error_responses(403)})
+    def put(self, request: Request) -> Response:
+        priorities = PriorityMapField().run_validation(request.data)
+        rules = rule_priorities_modify(priorities=priorities, requester=request.user.name)
+        return _rule_list_response(rules, len(rules))
+
+    @extend_schema(operation_id="simpleStoreModifyPrioritiesPost", tags=TAG,
+                   request={"application/json": PRIORITY_MAP_SCHEMA},
+                   responses={200: RuleListSerializer, **error_responses(403)},
+                   description="Same as PUT; the interface document shows POST.")
+    def post(self, request: Request) -> Response:
+        return self.put(request)
+
+
+def _remove(request: Request) -> Response:
+    values = [piece for value in request.query_params.getlist("uuids")
+              for piece in value.split(",") if piece.strip()]
+    if not values:
+        raise InvalidParameter("UUIDs are missing")
+    rule_delete_many(ids=[require_uuid(value) for value in values])
+    return Response(status=200)
+
+
+class RuleRemoveApi(APIView):
+
+    management_permission = "store.delete_rule"
+
+    @extend_schema(operation_id="simpleStoreRemove", tags=TAG, request=None,
+                   parameters=REMOVE_PARAMETERS, responses={200: None, **error_responses(403)})
+    def delete(self, request: Request) -> Response:
+        return _remove(request)
+
+
+class RuleRemoveAtStoreApi(APIView):
+    """`DELETE .../simple-store?uuids=...`, the path the interface document names."""
+
+    management_permission = "store.delete_rule"
+
+    @extend_schema(operation_id="simpleStoreRemoveAtStore", tags=TAG, request=None,
+                   parameters=REMOVE_PARAMETERS, responses={200: None, **error_responses(403)},
+                   description="Same as DELETE .../remove.")
+    def delete(self, request: Request) -> Response:
+        return _remove(request)

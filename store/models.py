@@ -1,0 +1,50 @@
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+# PostgreSQL `integer`: a larger priority could not be stored, so it is refused up front.
+MAX_PRIORITY = 2_147_483_647
+
+
+class Rule(models.Model):
+    """An orchestration rule: `consumer` binds to the provider service instance
+    `service_instance_id` with `priority` (lower is better). `service_definition` is the middle
+    part of the instance id, stored to make the per-consumer lookup an index scan."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    consumer = models.CharField(max_length=63)
+    service_definition = models.CharField(max_length=63, editable=False)
+    service_instance_id = models.CharField("service instance id", max_length=160)
+    priority = models.IntegerField()
+    created_by = models.CharField(max_length=63, editable=False)
+    updated_by = models.CharField(max_length=63, editable=False)
+    created_at = models.DateTimeField(editable=False)
+    updated_at = models.DateTimeField(editable=False)
+
+    class Meta:
+        constraints = [
+            # Also the index of the pull lookup and of consumer filters.
+            models.UniqueConstraint(
+                fields=["consumer", "service_definition", "priority"],
+                name="rule_unique_consumer_service_priority",
+                violation_error_message="There is already a rule of this consumer for this "
+                "service definition with this priority.",
+            ),
+            models.CheckConstraint(
+                condition=Q(priority__gte=1) & Q(priority__lte=MAX_PRIORITY),
+                name="rule_priority_positive",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["consumer", "priority"], name="rule_consumer_priority"),
+            models.Index(fields=["service_definition"], name="rule_service_definition"),
+            models.Index(fields=["service_instance_id"], name="rule_service_instance_id"),
+            models.Index(fields=["created_by"], name="rule_created_by"),
+            models.Index(fields=["created_at", "id"], name="rule_created_at"),
+            models.Index(fields=["updated_at", "id"], name="rule_updated_at"),
+            models.Index(fields=["priority"], name="rule_priority"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.consumer} → {self.service_instance_id} ({self.priority})"

@@ -1,0 +1,108 @@
+"""Reading orchestration rules: the management query (SPEC §3)."""
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.db.models import QuerySet
+
+from config.conventions import names
+from config.conventions.instance_ids import instance_id
+from config.conventions.pagination import PageRequest, paginate
+from config.conventions.uuids import require_uuid
+from config.exceptions import InvalidParameter
+from store.models import Rule
+
+# API sort field → column (SPEC §3); the default order is createdAt ASC, ties by id.
+SORT_COLUMNS = {
+    "id": "id",
+    "consumer": "consumer",
+    "serviceDefinition": "service_definition",
+    "serviceInstanceId": "service_instance_id",
+    "priority": "priority",
+    "createdAt": "created_at",
+    "updatedAt": "updated_at",
+}
+DEFAULT_SORT_FIELD = "createdAt"
+
+
+@dataclass(frozen=True)
+class RuleFilters:
+    ids: tuple[uuid.UUID, ...] = ()
+    consumers: tuple[str, ...] = ()
+    service_definitions: tuple[str, ...] = ()
+    service_instance_ids: tuple[str, ...] = ()
+    min_priority: int | None = None
+    max_priority: int | None = None
+    created_by: str | None = None
+
+
+def _present(values: Sequence[str | None] | None, what: str) -> Sequence[str]:
+    values = values or ()
+    if any(value is None or not names.java_trim(value) for value in values):
+        raise InvalidParameter(f"{what} list contains null or empty element")
+    return values
+
+
+def rule_filters_parse(
+    *,
+    ids: Sequence[str | None] | None = None,
+    consumer_names: Sequence[str | None] | None = None,
+    service_definitions: Sequence[str | None] | None = None,
+    service_instance_ids: Sequence[str | None] | None = None,
+    min_priority: int | None = None,
+    max_priority: int | None = None,
+    created_by: str | None = None,
+) -> RuleFilters:
+    """Validate and normalize query filters, in the reference's order. Every filter is
+    optional (unlike the reference, an empty query lists every rule)."""
+    parsed_ids = tuple(require_uuid(value) for value in _present(ids, "Id"))
+    consumer_names = _present(consumer_names, "Consumer name")
+    service_definitions = _present(service_definitions, "Service definition name")
+    service_instance_ids = _present(service_instance_ids, "Service instance id")
+    if min_priority is not None and min_priority < 1:
+        raise InvalidParameter("Invalid minimum priority: should be a positive integer")
+    if max_priority is not None and max_priority < 1:
+        raise InvalidParameter("Invalid maximum priority: should be a positive integer")
+    if min_priority is not None and max_priority is not None and min_priority > max_priority:
+        raise InvalidParameter("Minimum priority should not be greater than maximum priority")
+    return RuleFilters(
+        ids=parsed_ids,
+        consumers=tuple(names.system_name(value) for value in consumer_names),
+        service_definitions=tuple(names.service_definition(v) for v in service_definitions),
+        service_instance_ids=tuple(instance_id(value) for value in service_instance_ids),
+        min_priority=min_priority,
+        max_priority=max_priority,
+        created_by=(names.system_name(created_by)
+                    if created_by is not None and names.java_trim(created_by) else None),
+    )
+
+
+def _filtered(filters: RuleFilters) -> QuerySet[Rule]:
+    rules = Rule.objects.all()
+    if filters.ids:
+        rules = rules.filter(id__in=filters.ids)
+    if filters.consumers:
+        rules = rules.filter(consumer__in=filters.consumers)
+    if filters.service_definitions:
+        rules = rules.filter(service_definition__in=filters.service_definitions)
+    if filters.service_instance_ids:
+        rules = rules.filter(service_instance_id__in=filters.service_instance_ids)
+    if filters.min_priority is not None:
+        rules = rules.filter(priority__gte=filters.min_priority)
+    if filters.max_priority is not None:
+        rules = rules.filter(priority__lte=filters.max_priority)
+    if filters.created_by is not None:
+        rules = rules.filter(created_by=filters.created_by)
+    return rules
+
+
+def rule_list(*, filters: RuleFilters, page: PageRequest) -> tuple[list[Rule], int]:
+    """One page of matching rules and the total number of matches; filtering, ordering and
+    slicing happen in SQL."""
+    rows, total = paginate(_filtered(filters), page, columns=SORT_COLUMNS, tie_breaker="id")
+    return list(rows), total
+
+
+def rule_export() -> QuerySet[Rule]:
+    """Every rule, in a stable order, streamed."""
+    return Rule.objects.order_by("consumer", "service_definition", "priority")

@@ -1,0 +1,197 @@
+"""Writing orchestration rules: create, modify priorities, remove (SPEC §3,
+reference-simple §6.5–6.7). Every writer (API, admin, import command) goes through here."""
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from config.conventions import names
+from config.conventions.instance_ids import ServiceInstanceId, parse_instance_id
+from config.conventions.uuids import require_uuid
+from config.exceptions import InvalidParameter
+from store.models import MAX_PRIORITY, Rule
+
+# How many rules one duplicate-check query looks at (keeps IN lists short on big imports).
+_CHECK_CHUNK = 1000
+
+
+@dataclass(frozen=True)
+class RuleDraft:
+    """A rule as submitted: raw, not yet normalized or validated."""
+
+    consumer: str | None
+    service_instance_id: str | None
+    priority: int | None
+
+
+@dataclass(frozen=True)
+class ValidRule:
+    consumer: str
+    instance: ServiceInstanceId
+    priority: int
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return self.consumer, self.instance.service_definition, self.priority
+
+
+def _conflict_message(consumer: str, service_definition: str, priority: int) -> str:
+    return ("Conflicting rules, the combination of the following fields should be unique: "
+            f"{consumer}, service definition: {service_definition}, priority: {priority}")
+
+
+def _stored_message(consumer: str, service_definition: str, priority: int) -> str:
+    return (f"There is already an existing entity with consumer name: {consumer}, "
+            f"service definition: {service_definition}, priority: {priority}")
+
+
+def rule_validate(draft: RuleDraft) -> ValidRule:
+    """Normalize and validate one draft, in the reference's order."""
+    if draft.priority is None:
+        raise InvalidParameter("Priority is missing")
+    if draft.priority < 1:
+        raise InvalidParameter("Priority should be positive")
+    if draft.priority > MAX_PRIORITY:
+        raise InvalidParameter(f"Priority should not be greater than {MAX_PRIORITY}")
+    consumer = names.system_name(draft.consumer)
+    return ValidRule(consumer, parse_instance_id(draft.service_instance_id), draft.priority)
+
+
+def rule_drafts_validate(drafts: Sequence[RuleDraft | None], *, limit: int | None) -> list[ValidRule]:
+    """Validate a create request: every draft, then uniqueness inside the request."""
+    if not drafts:
+        raise InvalidParameter("Request payload is empty")
+    if limit is not None and len(drafts) > limit:
+        raise InvalidParameter(f"Too many entries: at most {limit} may be created in one request")
+    if any(draft is None for draft in drafts):
+        raise InvalidParameter("Request payload contains null element")
+    rules = [rule_validate(draft) for draft in drafts]
+    seen: set[tuple[str, str, int]] = set()
+    for rule in rules:
+        if rule.key in seen:
+            raise InvalidParameter(_conflict_message(*rule.key))
+        seen.add(rule.key)
+    return rules
+
+
+def rules_ensure_not_stored(rules: Sequence[ValidRule]) -> None:
+    """Refuse the first rule (in request order) whose key a stored rule already has."""
+    for start in range(0, len(rules), _CHECK_CHUNK):
+        chunk = rules[start:start + _CHECK_CHUNK]
+        stored = set(
+            Rule.objects.filter(
+                consumer__in={r.consumer for r in chunk},
+                service_definition__in={r.instance.service_definition for r in chunk},
+                priority__in={r.priority for r in chunk},
+            ).values_list("consumer", "service_definition", "priority")
+        )
+        for rule in chunk:
+            if rule.key in stored:
+                raise InvalidParameter(_stored_message(*rule.key))
+
+
+def _new_rule(rule: ValidRule, requester: str, now) -> Rule:
+    return Rule(
+        consumer=rule.consumer,
+        service_definition=rule.instance.service_definition,
+        service_instance_id=str(rule.instance),
+        priority=rule.priority,
+        created_by=requester,
+        updated_by=requester,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def rules_store(rules: Sequence[ValidRule], *, requester: str, batch_size: int = 1000,
+                progress=None) -> list[Rule]:
+    """Insert validated rules in one transaction, all or nothing. A rule that a concurrent
+    request stored first is refused with the same 400 as one stored before (the unique
+    constraint decides the race)."""
+    now = timezone.now()
+    created = [_new_rule(rule, requester, now) for rule in rules]
+    try:
+        with transaction.atomic():
+            rules_ensure_not_stored(rules)
+            for start in range(0, len(created), batch_size):
+                Rule.objects.bulk_create(created[start:start + batch_size])
+                if progress:
+                    progress(min(start + batch_size, len(created)))
+    except IntegrityError:
+        rules_ensure_not_stored(rules)  # the concurrent winner is committed now
+        raise InvalidParameter("A conflicting rule was created concurrently; please retry")
+    return created
+
+
+def rule_create_many(*, drafts: Sequence[RuleDraft | None], requester: str,
+                     limit: int | None) -> list[Rule]:
+    return rules_store(rule_drafts_validate(drafts, limit=limit), requester=requester)
+
+
+def _parse_priority_map(priorities: dict[str, int | None]) -> dict[uuid.UUID, int]:
+    ids = {}
+    for key in priorities:
+        rule_id = require_uuid(key)
+        if rule_id in ids.values():
+            raise InvalidParameter(f"Duplicate UUID: {rule_id}")
+        ids[key] = rule_id
+    if any(value is None for value in priorities.values()):
+        raise InvalidParameter("Priority map contains null value")
+    for value in priorities.values():
+        if value < 1 or value > MAX_PRIORITY:
+            raise InvalidParameter(f"Invalid priority: {value}, should be positive"
+                                   if value < 1 else
+                                   f"Invalid priority: {value}, should not be greater than "
+                                   f"{MAX_PRIORITY}")
+    return {ids[key]: value for key, value in priorities.items()}
+
+
+def _ensure_unique_after(changes: dict[uuid.UUID, int], rules: Iterable[Rule]) -> None:
+    """Every rule set touched must have distinct priorities once the changes are applied."""
+    taken: set[tuple[str, str, int]] = set()
+    for rule in rules:
+        key = (rule.consumer, rule.service_definition, changes.get(rule.id, rule.priority))
+        if key in taken:
+            raise InvalidParameter(_conflict_message(*key))
+        taken.add(key)
+
+
+def rule_priorities_modify(*, priorities: dict[str, int | None], requester: str) -> list[Rule]:
+    """Apply new priorities atomically: swaps and rotations inside a rule set work, and
+    several rule sets may change in one call."""
+    changes = _parse_priority_map(priorities)
+    if not changes:
+        return []
+    try:
+        with transaction.atomic():
+            found = {rule.id: rule for rule in
+                     Rule.objects.select_for_update().filter(id__in=changes)}
+            for rule_id in changes:
+                if rule_id not in found:
+                    raise InvalidParameter(f"Not existing UUID: {rule_id}")
+            rule_sets = Q()
+            for rule in found.values():
+                rule_sets |= Q(consumer=rule.consumer, service_definition=rule.service_definition)
+            siblings = Rule.objects.select_for_update().filter(rule_sets).order_by("priority")
+            _ensure_unique_after(changes, siblings)
+            now = timezone.now()
+            modified = []
+            for rule_id, priority in changes.items():
+                rule = found[rule_id]
+                rule.priority, rule.updated_by, rule.updated_at = priority, requester, now
+                modified.append(rule)
+            # Delete and re-insert (same ids and creation data): the unique constraint is
+            # checked row by row, so updating in place would fail on a swap.
+            Rule.objects.filter(id__in=changes).delete()
+            Rule.objects.bulk_create(modified)
+    except IntegrityError:
+        raise InvalidParameter("A conflicting rule was created concurrently; please retry")
+    return modified
+
+
+def rule_delete_many(*, ids: Iterable[uuid.UUID]) -> int:
+    deleted, _ = Rule.objects.filter(id__in=list(ids)).delete()
+    return deleted
