@@ -102,6 +102,8 @@ def first_validation_message(detail: Any, path: str = "") -> str:
         for key, value in detail.items():
             if key == api_settings.NON_FIELD_ERRORS_KEY:
                 return first_validation_message(value, path)
+            if isinstance(key, int):  # ListField reports items by index
+                return first_validation_message(value, f"{path}[{key}]")
             return first_validation_message(value, f"{path}.{key}" if path else str(key))
     if isinstance(detail, Sequence) and not isinstance(detail, str):
         # A list of messages for one field, or a list of per-item results (ListSerializer).

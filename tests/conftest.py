@@ -1,7 +1,10 @@
 import pytest
-from rest_framework.test import APIClient
 
-from tests import services
+pytest.register_assert_rewrite("tests.helpers", "tests.store.helpers")
+
+from rest_framework.test import APIClient  # noqa: E402
+
+from tests import services  # noqa: E402
 
 
 @pytest.fixture(scope="session")

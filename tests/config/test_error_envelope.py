@@ -103,6 +103,10 @@ class FirstValidationMessageTests:
         detail = {"entries": [{}, {"priority": ["This field is required."]}]}
         assert first_validation_message(detail) == "entries[1].priority: This field is required."
 
+    def test_it_names_an_item_of_a_list_field(self):
+        detail = {"versions": {2: ["Not a valid string."]}}
+        assert first_validation_message(detail) == "versions[2]: Not a valid string."
+
     def test_it_names_a_nested_object_field(self):
         detail = {"serviceRequirement": {"versions": {"0": ["Not a valid string."]}}}
         assert first_validation_message(detail) == (
