@@ -167,15 +167,11 @@ def rule_priorities_modify(*, priorities: dict[str, int | None], requester: str)
         return []
     try:
         with transaction.atomic():
-            found = {rule.id: rule for rule in
-                     Rule.objects.select_for_update().filter(id__in=changes)}
+            siblings = _lock_rule_sets_of(changes)
+            found = {rule.id: rule for rule in siblings if rule.id in changes}
             for rule_id in changes:
                 if rule_id not in found:
                     raise InvalidParameter(f"Not existing UUID: {rule_id}")
-            rule_sets = Q()
-            for rule in found.values():
-                rule_sets |= Q(consumer=rule.consumer, service_definition=rule.service_definition)
-            siblings = Rule.objects.select_for_update().filter(rule_sets).order_by("priority")
             _ensure_unique_after(changes, siblings)
             now = timezone.now()
             modified = []
@@ -190,6 +186,16 @@ def rule_priorities_modify(*, priorities: dict[str, int | None], requester: str)
     except IntegrityError:
         raise InvalidParameter("A conflicting rule was created concurrently; please retry")
     return modified
+
+
+def _lock_rule_sets_of(rule_ids: Iterable[uuid.UUID]) -> list[Rule]:
+    """Lock every rule of the rule sets (consumer, service definition) the ids belong to, in id
+    order, so that concurrent modifications wait for each other instead of deadlocking."""
+    rule_sets = Q(pk__in=[])
+    for consumer, definition in (Rule.objects.filter(id__in=rule_ids)
+                                 .values_list("consumer", "service_definition").distinct()):
+        rule_sets |= Q(consumer=consumer, service_definition=definition)
+    return list(Rule.objects.select_for_update().filter(rule_sets).order_by("id"))
 
 
 def rule_delete_many(*, ids: Iterable[uuid.UUID]) -> int:

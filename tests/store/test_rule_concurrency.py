@@ -1,0 +1,108 @@
+"""Concurrent writers against the real PostgreSQL: the unique constraint decides races and
+the loser gets the same 400 as if it had come second."""
+import threading
+import time
+
+import pytest
+from django.db import connection, transaction
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from store.models import Rule
+from tests.helpers import SYSOP
+from tests.store.helpers import CREATE, MODIFY, entry, make_rules
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+STORED = ("There is already an existing entity with consumer name: Consumer1, "
+          "service definition: svc, priority: 1")
+
+
+def run_concurrently(*calls):
+    """Start every call at the same moment, each in its own thread (own DB connection)."""
+    barrier = threading.Barrier(len(calls))
+    results: list = [None] * len(calls)
+
+    def run(index, call):
+        try:
+            barrier.wait()
+            results[index] = call()
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i, call)) for i, call in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return results
+
+
+def create_call(instance_id: str):
+    return lambda: APIClient().post(CREATE, {"entries": [entry("Consumer1", instance_id, 1)]},
+                                    format="json", **SYSOP)
+
+
+class RuleConcurrencyTests:
+    @pytest.mark.parametrize("round_", range(5))
+    def test_it_lets_exactly_one_of_two_concurrent_creates_win(self, round_):
+        responses = run_concurrently(create_call("P1|svc|1.0.0"), create_call("P2|svc|1.0.0"))
+        statuses = sorted(response.status_code for response in responses)
+        assert statuses == [201, 400], [r.content for r in responses]
+        loser = next(r for r in responses if r.status_code == 400)
+        assert loser.json()["errorMessage"] == STORED
+        assert Rule.objects.count() == 1
+
+    def test_it_answers_400_when_the_winner_commits_while_the_loser_inserts(self):
+        """The loser passed the duplicate check before the winner committed, so the unique
+        index stops it; it must still get the 400, not a 500."""
+        inserted, release = threading.Event(), threading.Event()
+
+        def winner():
+            try:
+                with transaction.atomic():
+                    now = timezone.now()
+                    Rule.objects.create(consumer="Consumer1", service_definition="svc",
+                                        service_instance_id="P1|svc|1.0.0", priority=1,
+                                        created_by="Sysop", updated_by="Sysop",
+                                        created_at=now, updated_at=now)
+                    inserted.set()
+                    release.wait(timeout=30)
+            finally:
+                connection.close()
+
+        thread = threading.Thread(target=winner)
+        thread.start()
+        assert inserted.wait(timeout=30)
+        result: list = []
+
+        def loser():
+            try:
+                result.append(create_call("P2|svc|1.0.0")())
+            finally:
+                connection.close()
+
+        loser_thread = threading.Thread(target=loser)
+        loser_thread.start()
+        time.sleep(0.5)  # let the loser reach the insert and wait on the winner's row lock
+        release.set()
+        thread.join(timeout=30)
+        loser_thread.join(timeout=30)
+        assert result[0].status_code == 400, result[0].content
+        assert result[0].json()["errorMessage"] == STORED
+        assert Rule.objects.count() == 1
+
+    def test_it_keeps_priorities_unique_under_concurrent_swaps(self):
+        r1, r2, r3 = make_rules(("C", "P1|svc|1.0.0", 1), ("C", "P2|svc|1.0.0", 2),
+                                ("C", "P3|svc|1.0.0", 3))
+
+        def modify(body):
+            return lambda: APIClient().put(MODIFY, body, format="json", **SYSOP)
+
+        responses = run_concurrently(modify({str(r1.id): 2, str(r2.id): 1}),
+                                     modify({str(r2.id): 3, str(r3.id): 2}),
+                                     modify({str(r1.id): 3, str(r3.id): 1}))
+        assert all(r.status_code in (200, 400) for r in responses), [r.content for r in responses]
+        assert any(r.status_code == 200 for r in responses)
+        final = sorted(Rule.objects.values_list("priority", flat=True))
+        assert final == [1, 2, 3]
