@@ -17,6 +17,20 @@ class ServiceEndpointTests:
         schema = response.json()
         assert schema["openapi"].startswith("3.")
         assert "/serviceorchestration/monitor/echo" in schema["paths"]
+        scheme = schema["components"]["securitySchemes"]["arrowheadIdentity"]
+        assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")
+
+    def test_it_documents_every_rule_store_operation_with_its_shapes(self, api):
+        paths = api.get("/api/schema/?format=json").json()["paths"]
+        base = "/serviceorchestration/orchestration/mgmt/simple-store"
+        assert set(paths[f"{base}/query"]) == {"post", "delete"}
+        assert set(paths[f"{base}/modify-priorities"]) == {"put", "post"}
+        assert set(paths[f"{base}/remove"]) == {"delete"}
+        assert set(paths[base]) == {"delete"}
+        create = paths[f"{base}/create"]["post"]
+        assert set(create["responses"]) == {"201", "400", "401", "403", "500"}
+        assert create["responses"]["400"]["content"]["application/json"]["schema"] == {
+            "$ref": "#/components/schemas/ErrorResponse"}
 
     def test_it_generates_a_valid_schema_without_warnings(self):
         out = io.StringIO()

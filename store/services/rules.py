@@ -69,12 +69,16 @@ def rule_drafts_validate(drafts: Sequence[RuleDraft | None], *, limit: int | Non
     if any(draft is None for draft in drafts):
         raise InvalidParameter("Request payload contains null element")
     rules = [rule_validate(draft) for draft in drafts]
+    rules_ensure_distinct(rules)
+    return rules
+
+
+def rules_ensure_distinct(rules: Sequence[ValidRule]) -> None:
     seen: set[tuple[str, str, int]] = set()
     for rule in rules:
         if rule.key in seen:
             raise InvalidParameter(_conflict_message(*rule.key))
         seen.add(rule.key)
-    return rules
 
 
 def rules_ensure_not_stored(rules: Sequence[ValidRule]) -> None:

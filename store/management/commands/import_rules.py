@@ -1,0 +1,90 @@
+import json
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+from rest_framework.exceptions import ValidationError
+
+from config.conventions import names
+from config.errors import first_validation_message
+from config.exceptions import InvalidParameter
+from store.models import Rule
+from store.serializers import RuleCreateSerializer
+from store.services.rules import RuleDraft, rule_validate, rules_ensure_distinct, rules_store
+
+
+class Command(BaseCommand):
+    help = ("Import orchestration rules from a JSON file in the API's create shape "
+            '({"entries": [{consumer, serviceInstanceId, priority}]}; export_rules output works '
+            "too). Everything is validated first, then written in one transaction: all or "
+            "nothing.")
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("file")
+        parser.add_argument("--replace", action="store_true",
+                            help="remove every existing rule first (in the same transaction)")
+        parser.add_argument("--as", dest="requester", default="Sysop",
+                            help="system name recorded as createdBy/updatedBy (default Sysop)")
+
+    def handle(self, *args, **options) -> None:
+        requester = self._requester(options["requester"])
+        rules = self._validated(self._read(options["file"]))
+        total = len(rules)
+        try:
+            with transaction.atomic():
+                if options["replace"]:
+                    removed, _ = Rule.objects.all().delete()
+                    self.stderr.write(f"Removed {removed} existing rule(s).")
+                rules_store(rules, requester=requester, progress=self._progress(total))
+        except InvalidParameter as exc:
+            raise CommandError(exc.message) from exc
+        self.stderr.write(f"\nImported {total} rule(s).")
+
+    def _requester(self, value: str) -> str:
+        try:
+            return names.system_name(value)
+        except InvalidParameter as exc:
+            raise CommandError(f"--as: {exc.message}") from exc
+
+    def _read(self, path: str) -> list:
+        try:
+            with open(path, encoding="utf-8") as file:
+                data = json.load(file)
+        except (OSError, ValueError) as exc:
+            raise CommandError(f"Cannot read {path}: {exc}") from exc
+        serializer = RuleCreateSerializer(data=data)
+        try:
+            serializer.is_valid(raise_exception=True)
+        except ValidationError as exc:
+            raise CommandError(first_validation_message(exc.detail)) from exc
+        items = serializer.validated_data.get("entries")
+        if items is None:
+            items = serializer.validated_data.get("candidates")
+        return items or []
+
+    def _validated(self, items: list) -> list:
+        rules = []
+        for index, item in enumerate(items):
+            if item is None:
+                raise CommandError(f"entries[{index}]: null entry")
+            draft = RuleDraft(item.get("consumer"), item.get("serviceInstanceId"),
+                              item.get("priority"))
+            try:
+                rules.append(rule_validate(draft))
+            except InvalidParameter as exc:
+                raise CommandError(f"entries[{index}]: {exc.message}") from exc
+        try:
+            rules_ensure_distinct(rules)
+        except InvalidParameter as exc:
+            raise CommandError(exc.message) from exc
+        return rules
+
+    def _progress(self, total: int):
+        width = 30
+
+        def show(done: int) -> None:
+            filled = width * done // total if total else width
+            self.stderr.write(f"\rImporting rules [{'#' * filled}{'.' * (width - filled)}] "
+                              f"{done}/{total}", ending="")
+            self.stderr.flush()
+
+        return show

@@ -1,0 +1,105 @@
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from store.models import Rule
+from tests.store.helpers import entry, make_rules
+
+pytestmark = pytest.mark.django_db
+
+
+def export(tmp_path) -> dict:
+    target = tmp_path / "rules.json"
+    call_command("export_rules", "--output", str(target), stderr=io.StringIO())
+    return json.loads(target.read_text())
+
+
+def import_rules(tmp_path, data, *args: str) -> str:
+    source = tmp_path / "import.json"
+    source.write_text(json.dumps(data))
+    err = io.StringIO()
+    call_command("import_rules", str(source), *args, stderr=err)
+    return err.getvalue()
+
+
+def keys() -> set[tuple]:
+    return set(Rule.objects.values_list("consumer", "service_instance_id", "priority"))
+
+
+class ExportRulesCommandTests:
+    def test_it_writes_every_rule_in_the_api_shape(self, tmp_path):
+        rules = make_rules(("C", "P|svc|1.0.0", 2), ("C", "P|svc|1.0.0", 1))
+        data = export(tmp_path)
+        assert data["count"] == 2
+        assert [e["priority"] for e in data["entries"]] == [1, 2]
+        assert set(data["entries"][0]) == {"id", "consumer", "serviceDefinition",
+                                           "serviceInstanceId", "priority", "createdBy",
+                                           "updatedBy", "createdAt", "updatedAt"}
+        assert {e["id"] for e in data["entries"]} == {str(r.id) for r in rules}
+
+    def test_it_writes_an_empty_list_when_there_are_no_rules(self, tmp_path):
+        assert export(tmp_path) == {"entries": [], "count": 0}
+
+
+class ImportRulesCommandTests:
+    def test_it_imports_the_create_shape_normalized(self, tmp_path):
+        output = import_rules(tmp_path, {"entries": [entry("consumer-a", "p|svc|1", 1),
+                                                     entry("ConsumerB", "P|svc|1.0.0", 1)]},
+                              "--as", "plant-admin")
+        assert keys() == {("ConsumerA", "P|svc|1.0.0", 1), ("ConsumerB", "P|svc|1.0.0", 1)}
+        assert set(Rule.objects.values_list("created_by", flat=True)) == {"PlantAdmin"}
+        assert "Imported 2 rule(s)." in output
+        assert "[##############################] 2/2" in output
+
+    def test_it_reads_back_an_export(self, tmp_path):
+        make_rules(("C", "P|svc|1.0.0", 1), ("D", "Q|svc|2.0.0", 3))
+        before = keys()
+        data = export(tmp_path)
+        Rule.objects.all().delete()
+        import_rules(tmp_path, data)
+        assert keys() == before
+
+    def test_it_replaces_existing_rules_in_one_transaction(self, tmp_path):
+        make_rules(("C", "P|svc|1.0.0", 1), ("Old", "P|svc|1.0.0", 1))
+        import_rules(tmp_path, {"entries": [entry("C", "P|svc|1.0.0", 1)]}, "--replace")
+        assert keys() == {("C", "P|svc|1.0.0", 1)}
+
+    def test_it_imports_a_large_file_in_batches(self, tmp_path):
+        entries = [entry(f"Consumer{n % 50}", f"P{n}|svc|1.0.0", n) for n in range(1, 2501)]
+        output = import_rules(tmp_path, {"candidates": entries})
+        assert Rule.objects.count() == 2500
+        assert "1000/2500" in output and "2500/2500" in output
+
+    @pytest.mark.parametrize("data, message", [
+        ({"entries": [entry("C", "P|svc|1.0.0", 1), entry("C", "P|svc|1.0.0", 0)]},
+         "entries[1]: Priority should be positive"),
+        ({"entries": [entry("C", "P|svc|1.0.0", "1")]},
+         "entries[0].priority: A valid integer is required."),
+        ({"entries": [entry("C", "P|svc|1.0.0", 1), entry("C", "Q|svc|1.0.0", 1)]},
+         "Conflicting rules, the combination of the following fields should be unique: C, "
+         "service definition: svc, priority: 1"),
+        ({"entries": [entry("Stored", "Q|svc|1.0.0", 1)]},
+         "There is already an existing entity with consumer name: Stored, service definition: "
+         "svc, priority: 1"),
+        ({"entries": [entry("C", "bad", 1)]},
+         "entries[0]: The specified service instance identifier does not match the naming "
+         "convention: bad"),
+    ])
+    def test_it_validates_everything_and_writes_nothing_on_error(self, tmp_path, data, message):
+        make_rules(("Stored", "P|svc|1.0.0", 1))
+        with pytest.raises(CommandError) as error:
+            import_rules(tmp_path, data)
+        assert str(error.value) == message
+        assert keys() == {("Stored", "P|svc|1.0.0", 1)}
+
+    def test_it_refuses_an_unreadable_file(self, tmp_path):
+        source = tmp_path / "broken.json"
+        source.write_text("{not json")
+        with pytest.raises(CommandError, match="Cannot read"):
+            call_command("import_rules", str(source), stderr=io.StringIO())
+
+    def test_it_refuses_an_invalid_requester(self, tmp_path):
+        with pytest.raises(CommandError, match="--as: The specified system name"):
+            import_rules(tmp_path, {"entries": []}, "--as", "2nd")
