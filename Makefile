@@ -9,7 +9,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/serviceorchestration
 TEST_CELERY_BROKER_URL ?= redis://127.0.0.1:6379/0
 TEST_MQTT_BROKER_URL ?= mqtt://127.0.0.1:1883
 
-.PHONY: run test worker beat install clean
+.PHONY: run test worker beat install clean bench
 
 $(VENV)/.installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,3 +41,7 @@ test: $(VENV)/.installed-test
 
 clean:
 	rm -rf $(VENV) var
+
+# Benchmarks print their figures; see bench/.
+bench: $(VENV)/.installed
+	$(PY) bench/rules_at_scale.py
