@@ -17,9 +17,9 @@ from store.serializers import (
     RuleCreateSerializer,
     RuleListSerializer,
     RuleQuerySerializer,
+    rule_drafts_from,
 )
 from store.services.rules import (
-    RuleDraft,
     rule_create_many,
     rule_delete_many,
     rule_priorities_modify,
@@ -75,12 +75,7 @@ class RuleCreateApi(APIView):
     @extend_schema(operation_id="simpleStoreCreate", tags=TAG, request=RuleCreateSerializer,
                    responses={201: RuleListSerializer, **error_responses(403)})
     def post(self, request: Request) -> Response:
-        data = _validated(RuleCreateSerializer, request.data)
-        items = data.get("entries") if data.get("entries") is not None else data.get("candidates")
-        drafts = [None if item is None else RuleDraft(item.get("consumer"),
-                                                      item.get("serviceInstanceId"),
-                                                      item.get("priority"))
-                  for item in items or []]
+        drafts = rule_drafts_from(_validated(RuleCreateSerializer, request.data))
         rules = rule_create_many(drafts=drafts, requester=request.user.name,
                                  limit=settings.MAX_BULK_SIZE)
         return _rule_list_response(rules, len(rules), status=201)

@@ -7,6 +7,7 @@ from config.fields import (
     StrictIntegerField,
     optional_string_list,
 )
+from store.services.rules import RuleDraft
 
 
 class RuleSerializer(serializers.Serializer):
@@ -56,6 +57,17 @@ class RuleCreateSerializer(serializers.Serializer):
         if data.get("entries") is not None and data.get("candidates") is not None:
             raise serializers.ValidationError("Give either entries or candidates, not both")
         return data
+
+
+def rule_drafts_from(validated: dict) -> list[RuleDraft | None]:
+    """The drafts of a validated create body (`entries`, or its alias `candidates`)."""
+    items = validated.get("entries")
+    if items is None:
+        items = validated.get("candidates")
+    return [None if item is None else RuleDraft(item.get("consumer"),
+                                                item.get("serviceInstanceId"),
+                                                item.get("priority"))
+            for item in items or []]
 
 
 PRIORITY_MAP_SCHEMA = {

@@ -8,8 +8,14 @@ from config.conventions import names
 from config.errors import first_validation_message
 from config.exceptions import InvalidParameter
 from store.models import Rule
-from store.serializers import RuleCreateSerializer
-from store.services.rules import RuleDraft, rule_validate, rules_ensure_distinct, rules_store
+from store.serializers import RuleCreateSerializer, rule_drafts_from
+from store.services.rules import (
+    RuleDraft,
+    ValidRule,
+    rule_validate,
+    rules_ensure_distinct,
+    rules_store,
+)
 
 
 class Command(BaseCommand):
@@ -56,18 +62,13 @@ class Command(BaseCommand):
             serializer.is_valid(raise_exception=True)
         except ValidationError as exc:
             raise CommandError(first_validation_message(exc.detail)) from exc
-        items = serializer.validated_data.get("entries")
-        if items is None:
-            items = serializer.validated_data.get("candidates")
-        return items or []
+        return rule_drafts_from(serializer.validated_data)
 
-    def _validated(self, items: list) -> list:
+    def _validated(self, drafts: list[RuleDraft | None]) -> list[ValidRule]:
         rules = []
-        for index, item in enumerate(items):
-            if item is None:
+        for index, draft in enumerate(drafts):
+            if draft is None:
                 raise CommandError(f"entries[{index}]: null entry")
-            draft = RuleDraft(item.get("consumer"), item.get("serviceInstanceId"),
-                              item.get("priority"))
             try:
                 rules.append(rule_validate(draft))
             except InvalidParameter as exc:
