@@ -131,6 +131,13 @@ CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL == "memory://"
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
+INSTANCE_CLEANUP_INTERVAL_SECONDS = env_positive_int("INSTANCE_CLEANUP_INTERVAL_SECONDS", 60)
+CELERY_BEAT_SCHEDULE = {
+    "remove-expired-instances": {
+        "task": "store.remove_expired_instances",
+        "schedule": float(INSTANCE_CLEANUP_INTERVAL_SECONDS),
+    },
+}
 
 # --- MQTT (notification delivery) ----------------------------------------------------------
 MQTT_BROKER_URL = env.str("MQTT_BROKER_URL", default="mqtt://127.0.0.1:1883")

@@ -1,12 +1,17 @@
 from django import forms
 from django.contrib import admin
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 
 from config.conventions import names
+from config.conventions.instance_ids import build_instance_id
+from config.conventions.versions import normalize_version, validate_version
 from config.exceptions import InvalidParameter
 from store.admin_filters import NameInputFilter
-from store.models import Rule
+from store.interfaces import InterfaceDraft, interface_validate, metadata_validate
+from store.models import Rule, ServiceInstance, ServiceInterface
+from store.services.instances import instance_remove_expired
 from store.services.rules import (
     RuleDraft,
     rule_delete_many,
@@ -98,3 +103,118 @@ class RuleAdmin(admin.ModelAdmin):
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Rule]) -> None:
         rule_delete_many(ids=list(queryset.values_list("pk", flat=True)))
+
+
+class ProviderFilter(NameInputFilter):
+    title, parameter_name, field = "provider", "provider", "provider"
+    normalize = staticmethod(names.normalize_system_name)
+
+
+class InstanceServiceDefinitionFilter(NameInputFilter):
+    title, parameter_name, field = "service definition", "service_definition", "service_definition"
+    normalize = staticmethod(names.normalize_service_definition)
+
+
+class ServiceInstanceAdminForm(forms.ModelForm):
+    """The API's validation: names normalized and checked, metadata rules, unique id."""
+
+    class Meta:
+        model = ServiceInstance
+        fields = ["provider", "service_definition", "version", "expires_at", "metadata"]
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if self.errors:
+            return data
+        try:
+            data["provider"] = names.system_name(data.get("provider"))
+            data["service_definition"] = names.service_definition(data.get("service_definition"))
+            data["version"] = validate_version(normalize_version(data.get("version")))
+            data["metadata"] = metadata_validate(data.get("metadata"))
+        except InvalidParameter as exc:
+            raise forms.ValidationError(exc.message) from exc
+        instance_key = build_instance_id(data["provider"], data["service_definition"],
+                                         data["version"])
+        clash = ServiceInstance.objects.filter(service_instance_id=instance_key)
+        if not self.instance._state.adding:
+            clash = clash.exclude(pk=self.instance.pk)
+        if clash.exists():
+            raise forms.ValidationError(f"Service instance {instance_key} already exists")
+        for field in ("provider", "service_definition", "version", "metadata"):
+            setattr(self.instance, field, data[field])
+        self.instance.service_instance_id = instance_key
+        return data
+
+
+class ServiceInterfaceInlineForm(forms.ModelForm):
+    class Meta:
+        model = ServiceInterface
+        fields = ["template_name", "protocol", "policy", "properties"]
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["protocol"].required = False  # known templates imply it
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if self.errors or not data or data.get("DELETE"):
+            return data
+        try:
+            valid = interface_validate(InterfaceDraft(
+                data.get("template_name"), data.get("protocol"), data.get("policy"),
+                data.get("properties")))
+        except InvalidParameter as exc:
+            raise forms.ValidationError(exc.message) from exc
+        data.update(template_name=valid.template_name, protocol=valid.protocol,
+                    policy=valid.policy, properties=valid.properties)
+        for field in ("template_name", "protocol", "policy", "properties"):
+            setattr(self.instance, field, data[field])
+        return data
+
+
+class ServiceInterfaceInline(admin.StackedInline):
+    model = ServiceInterface
+    form = ServiceInterfaceInlineForm
+    extra = 0
+    min_num = 1
+    validate_min = True
+    fields = ("template_name", "protocol", "policy", "properties")
+
+
+@admin.register(ServiceInstance)
+class ServiceInstanceAdmin(admin.ModelAdmin):
+    form = ServiceInstanceAdminForm
+    inlines = [ServiceInterfaceInline]
+    list_display = ("service_instance_id", "provider", "service_definition", "version",
+                    "expires_at", "updated_at")
+    list_filter = (ProviderFilter, InstanceServiceDefinitionFilter)
+    search_fields = ("service_instance_id",)
+    readonly_fields = ("service_instance_id", "created_at", "updated_at")
+    ordering = ("service_instance_id",)
+    actions = ["remove_expired"]
+
+    def save_model(self, request: HttpRequest, obj: ServiceInstance, form, change: bool) -> None:
+        obj.updated_at = timezone.now()
+        if not change:
+            obj.created_at = obj.updated_at
+        super().save_model(request, obj, form, change)
+
+    def save_formset(self, request: HttpRequest, form, formset, change: bool) -> None:
+        interfaces = formset.save(commit=False)
+        for deleted in formset.deleted_objects:
+            deleted.delete()
+        kept = [f.instance for f in formset.ordered_forms or formset.forms
+                if f.cleaned_data and not f.cleaned_data.get("DELETE")]
+        # Positions follow the form order; park them first so the unique position holds.
+        ServiceInterface.objects.filter(instance=form.instance).update(position=F("position") + 1000)
+        for position, interface in enumerate(kept):
+            interface.position = position
+            interface.instance = form.instance
+            interface.save()
+        for interface in interfaces:
+            if interface.pk is None:
+                interface.save()
+
+    @admin.action(description="Remove instances that have expired")
+    def remove_expired(self, request: HttpRequest, queryset: QuerySet[ServiceInstance]) -> None:
+        self.message_user(request, f"{instance_remove_expired()} expired instance(s) removed.")

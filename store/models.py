@@ -48,3 +48,61 @@ class Rule(models.Model):
 
     def __str__(self) -> str:
         return f"{self.consumer} → {self.service_instance_id} ({self.priority})"
+
+
+class InterfacePolicy(models.TextChoices):
+    NONE = "NONE"
+    CERT_AUTH = "CERT_AUTH"
+    TIME_LIMITED_TOKEN_AUTH = "TIME_LIMITED_TOKEN_AUTH"
+    USAGE_LIMITED_TOKEN_AUTH = "USAGE_LIMITED_TOKEN_AUTH"
+    BASE64_SELF_CONTAINED_TOKEN_AUTH = "BASE64_SELF_CONTAINED_TOKEN_AUTH"
+    RSA_SHA256_JSON_WEB_TOKEN_AUTH = "RSA_SHA256_JSON_WEB_TOKEN_AUTH"
+    RSA_SHA512_JSON_WEB_TOKEN_AUTH = "RSA_SHA512_JSON_WEB_TOKEN_AUTH"
+
+
+class ServiceInstance(models.Model):
+    """A provider's service instance as the catalog knows it (shaped like the Arrowhead
+    ServiceRegistry's). `service_instance_id` is `<provider>|<serviceDefinition>|<version>`."""
+
+    service_instance_id = models.CharField("service instance id", max_length=160, unique=True)
+    provider = models.CharField(max_length=63)
+    service_definition = models.CharField(max_length=63)
+    version = models.CharField(max_length=14)
+    expires_at = models.DateTimeField(null=True, blank=True,
+                                      help_text="Empty: never expires.")
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(editable=False)
+    updated_at = models.DateTimeField(editable=False)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["provider"], name="instance_provider"),
+            models.Index(fields=["service_definition"], name="instance_service_definition"),
+            models.Index(fields=["expires_at"], name="instance_expires_at"),
+        ]
+
+    def __str__(self) -> str:
+        return self.service_instance_id
+
+
+class ServiceInterface(models.Model):
+    """One way to reach an instance: a template (`generic_http`, …), its protocol, security
+    policy and properties (addresses, port, paths, operations)."""
+
+    instance = models.ForeignKey(ServiceInstance, on_delete=models.CASCADE,
+                                 related_name="interfaces")
+    position = models.PositiveSmallIntegerField(default=0)
+    template_name = models.CharField(max_length=63)
+    protocol = models.CharField(max_length=63)
+    policy = models.CharField(max_length=40, choices=InterfacePolicy.choices)
+    properties = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["instance", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["instance", "position"],
+                                    name="interface_unique_position"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.template_name} ({self.policy})"

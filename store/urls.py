@@ -1,6 +1,12 @@
 from django.urls import path
 
-from store.apis import (
+from store.apis.instances import (
+    InstanceCreateApi,
+    InstanceQueryApi,
+    InstanceRemoveApi,
+    InstanceUpdateApi,
+)
+from store.apis.rules import (
     RuleCreateApi,
     RuleModifyPrioritiesApi,
     RuleQueryApi,
@@ -9,6 +15,7 @@ from store.apis import (
 )
 
 SIMPLE_STORE = "mgmt/simple-store"
+INSTANCES = "mgmt/service-instances"
 
 urlpatterns = [
     path(f"{SIMPLE_STORE}/query", RuleQueryApi.as_view()),
@@ -16,4 +23,8 @@ urlpatterns = [
     path(f"{SIMPLE_STORE}/modify-priorities", RuleModifyPrioritiesApi.as_view()),
     path(f"{SIMPLE_STORE}/remove", RuleRemoveApi.as_view()),
     path(SIMPLE_STORE, RuleRemoveAtStoreApi.as_view()),
+    path(f"{INSTANCES}/create", InstanceCreateApi.as_view()),
+    path(f"{INSTANCES}/update", InstanceUpdateApi.as_view()),
+    path(f"{INSTANCES}/query", InstanceQueryApi.as_view()),
+    path(f"{INSTANCES}/remove", InstanceRemoveApi.as_view()),
 ]

@@ -84,15 +84,21 @@ def parse_pagination(
     return PageRequest(page or 0, size or max_size, direction, sort_field)
 
 
-def paginate(
-    queryset: QuerySet, page: PageRequest, *, columns: dict[str, str], tie_breaker: str = "pk"
-) -> tuple[QuerySet, int]:
-    """Order by the requested field (mapped to its column), break ties by `tie_breaker` in the
-    same direction, slice in SQL. Returns (the page, the total number of matches)."""
+def order(queryset: QuerySet, page: PageRequest, *, columns: dict[str, str],
+          tie_breaker: str = "pk") -> QuerySet:
+    """Order by the requested field (mapped to its column), ties broken by `tie_breaker` in
+    the same direction."""
     sign = "-" if page.direction == DESC else ""
     column = columns[page.sort_field]
     ordering = [f"{sign}{column}"]
     if column != tie_breaker:
         ordering.append(f"{sign}{tie_breaker}")
-    total = queryset.count()
-    return queryset.order_by(*ordering)[page.offset:page.offset + page.size], total
+    return queryset.order_by(*ordering)
+
+
+def paginate(
+    queryset: QuerySet, page: PageRequest, *, columns: dict[str, str], tie_breaker: str = "pk"
+) -> tuple[QuerySet, int]:
+    """The requested page, ordered and sliced in SQL, and the total number of matches."""
+    ordered = order(queryset, page, columns=columns, tie_breaker=tie_breaker)
+    return ordered[page.offset:page.offset + page.size], queryset.count()

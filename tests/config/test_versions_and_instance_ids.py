@@ -1,7 +1,11 @@
 """Examples from reference-simple §4.3–4.4."""
 import pytest
 
-from config.conventions.instance_ids import ServiceInstanceId, instance_id, parse_instance_id
+from config.conventions.instance_ids import (
+    ServiceInstanceId,
+    instance_id,
+    parse_instance_id,
+)
 from config.conventions.versions import normalize_version, validate_version, version
 from config.exceptions import InvalidParameter
 

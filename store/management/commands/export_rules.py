@@ -4,7 +4,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandParser
 
 from store.selectors.rules import rule_export
-from store.serializers import RuleSerializer
+from store.serializers.rules import RuleSerializer
 
 
 class Command(BaseCommand):

@@ -8,7 +8,7 @@ from config.conventions import names
 from config.errors import first_validation_message
 from config.exceptions import InvalidParameter
 from store.models import Rule
-from store.serializers import RuleCreateSerializer, rule_drafts_from
+from store.serializers.rules import RuleCreateSerializer, rule_drafts_from
 from store.services.rules import (
     RuleDraft,
     ValidRule,

@@ -11,8 +11,14 @@ from config.conventions.uuids import require_uuid
 from config.exceptions import InvalidParameter
 from config.fields import StrictIntegerField
 from config.schema import error_responses
-from store.selectors.rules import DEFAULT_SORT_FIELD, SORT_COLUMNS, rule_filters_parse, rule_list
-from store.serializers import (
+from store.apis.common import query_list, validated
+from store.selectors.rules import (
+    DEFAULT_SORT_FIELD,
+    SORT_COLUMNS,
+    rule_filters_parse,
+    rule_list,
+)
+from store.serializers.rules import (
     PRIORITY_MAP_SCHEMA,
     RuleCreateSerializer,
     RuleListSerializer,
@@ -35,13 +41,6 @@ def _rule_list_response(rules, count: int, status: int = 200) -> Response:
     return Response(RuleListSerializer({"entries": rules, "count": count}).data, status=status)
 
 
-def _validated(serializer_class, data) -> dict:
-    """Shape and types of a JSON body; no body (or `null`) is an empty object."""
-    serializer = serializer_class(data={} if data is None else data)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
-
-
 class RuleQueryApi(APIView):
     """`POST .../query`; `DELETE .../query` removes, as the interface document's example does
     (docs/decisions.md)."""
@@ -51,7 +50,7 @@ class RuleQueryApi(APIView):
     @extend_schema(operation_id="simpleStoreQuery", tags=TAG, request=RuleQuerySerializer,
                    responses={200: RuleListSerializer, **error_responses(403)})
     def post(self, request: Request) -> Response:
-        data = _validated(RuleQuerySerializer, request.data)
+        data = validated(RuleQuerySerializer, request.data)
         page = parse_pagination(data.get("pagination"), sort_fields=list(SORT_COLUMNS),
                                 default_sort_field=DEFAULT_SORT_FIELD)
         filters = rule_filters_parse(
@@ -75,7 +74,7 @@ class RuleCreateApi(APIView):
     @extend_schema(operation_id="simpleStoreCreate", tags=TAG, request=RuleCreateSerializer,
                    responses={201: RuleListSerializer, **error_responses(403)})
     def post(self, request: Request) -> Response:
-        drafts = rule_drafts_from(_validated(RuleCreateSerializer, request.data))
+        drafts = rule_drafts_from(validated(RuleCreateSerializer, request.data))
         rules = rule_create_many(drafts=drafts, requester=request.user.name,
                                  limit=settings.MAX_BULK_SIZE)
         return _rule_list_response(rules, len(rules), status=201)
@@ -105,8 +104,7 @@ class RuleModifyPrioritiesApi(APIView):
 
 
 def _remove(request: Request) -> Response:
-    values = [piece for value in request.query_params.getlist("uuids")
-              for piece in value.split(",") if piece.strip()]
+    values = query_list(request, "uuids")
     if not values:
         raise InvalidParameter("UUIDs are missing")
     rule_delete_many(ids=[require_uuid(value) for value in values])

@@ -1,0 +1,15 @@
+"""Helpers shared by the store's API views."""
+from rest_framework.request import Request
+
+
+def validated(serializer_class, data) -> dict:
+    """Shape and types of a JSON body; no body (or `null`) is an empty object."""
+    serializer = serializer_class(data={} if data is None else data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def query_list(request: Request, name: str) -> list[str]:
+    """Values of a query parameter, repeated and/or comma-separated, blanks dropped."""
+    return [piece for value in request.query_params.getlist(name)
+            for piece in value.split(",") if piece.strip()]

@@ -1,0 +1,99 @@
+"""Service instance catalog management API (SPEC §4), one view per operation."""
+from django.conf import settings
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.conventions.instance_ids import instance_id
+from config.conventions.pagination import parse_pagination
+from config.exceptions import InvalidParameter
+from config.schema import error_responses
+from store.apis.common import query_list, validated
+from store.selectors.instances import (
+    DEFAULT_SORT_FIELD,
+    SORT_COLUMNS,
+    instance_filters_parse,
+    instance_list,
+)
+from store.serializers.instances import (
+    InstanceCreateSerializer,
+    InstanceQuerySerializer,
+    InstanceUpdateSerializer,
+    ServiceInstanceListSerializer,
+    instance_drafts_from,
+    instance_update_drafts_from,
+)
+from store.services.instances import (
+    instance_create_many,
+    instance_delete_many,
+    instance_update_many,
+)
+
+TAG = ["Service instance catalog"]
+
+
+def _list_response(instances, count: int, status: int = 200) -> Response:
+    body = ServiceInstanceListSerializer({"entries": instances, "count": count}).data
+    return Response(body, status=status)
+
+
+class InstanceCreateApi(APIView):
+    management_permission = "store.add_serviceinstance"
+
+    @extend_schema(operation_id="serviceInstanceCreate", tags=TAG,
+                   request=InstanceCreateSerializer,
+                   responses={201: ServiceInstanceListSerializer, **error_responses(403)},
+                   description="Bulk create; an instance whose id exists replaces it.")
+    def post(self, request: Request) -> Response:
+        drafts = instance_drafts_from(validated(InstanceCreateSerializer, request.data))
+        instances = instance_create_many(drafts=drafts, limit=settings.MAX_BULK_SIZE)
+        return _list_response(instances, len(instances), status=201)
+
+
+class InstanceUpdateApi(APIView):
+    management_permission = "store.change_serviceinstance"
+
+    @extend_schema(operation_id="serviceInstanceUpdate", tags=TAG,
+                   request=InstanceUpdateSerializer,
+                   responses={200: ServiceInstanceListSerializer, **error_responses(403)},
+                   description="Replaces expiry (absent clears it), metadata and interfaces.")
+    def put(self, request: Request) -> Response:
+        drafts = instance_update_drafts_from(validated(InstanceUpdateSerializer, request.data))
+        instances = instance_update_many(drafts=drafts, limit=settings.MAX_BULK_SIZE)
+        return _list_response(instances, len(instances))
+
+
+class InstanceQueryApi(APIView):
+    management_permission = "store.view_serviceinstance"
+
+    @extend_schema(operation_id="serviceInstanceQuery", tags=TAG,
+                   request=InstanceQuerySerializer,
+                   responses={200: ServiceInstanceListSerializer, **error_responses(403)})
+    def post(self, request: Request) -> Response:
+        data = validated(InstanceQuerySerializer, request.data)
+        page = parse_pagination(data.get("pagination"), sort_fields=list(SORT_COLUMNS),
+                                default_sort_field=DEFAULT_SORT_FIELD)
+        filters = instance_filters_parse(
+            instance_ids=data.get("instanceIds"), provider_names=data.get("providerNames"),
+            service_definition_names=data.get("serviceDefinitionNames"),
+            versions=data.get("versions"), alives_at=data.get("alivesAt"),
+            metadata_requirements_list=data.get("metadataRequirementsList"))
+        return _list_response(*instance_list(filters=filters, page=page))
+
+
+class InstanceRemoveApi(APIView):
+    management_permission = "store.delete_serviceinstance"
+
+    @extend_schema(operation_id="serviceInstanceRemove", tags=TAG, request=None,
+                   parameters=[OpenApiParameter(
+                       "ids", str, many=True, required=True,
+                       description="Instance ids; repeat the parameter or separate them with "
+                       "commas.")],
+                   responses={200: None, **error_responses(403)})
+    def delete(self, request: Request) -> Response:
+        values = query_list(request, "ids")
+        if not values:
+            raise InvalidParameter("Instance id list is empty")
+        instance_delete_many(instance_ids=[instance_id(value) for value in values])
+        return Response(status=200)
