@@ -154,6 +154,7 @@ class ServiceInterfaceInlineForm(forms.ModelForm):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["protocol"].required = False  # known templates imply it
+        self.fields["properties"].required = False  # `{}` is valid for other templates
 
     def clean(self) -> dict:
         data = super().clean()
@@ -177,8 +178,11 @@ class ServiceInterfaceInline(admin.StackedInline):
     form = ServiceInterfaceInlineForm
     extra = 0
     min_num = 1
-    validate_min = True
     fields = ("template_name", "protocol", "policy", "properties")
+
+    def get_formset(self, request: HttpRequest, obj=None, **kwargs):
+        # An instance needs at least one interface (Django ignores `validate_min` here).
+        return super().get_formset(request, obj, validate_min=True, **kwargs)
 
 
 @admin.register(ServiceInstance)
@@ -200,10 +204,10 @@ class ServiceInstanceAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
 
     def save_formset(self, request: HttpRequest, form, formset, change: bool) -> None:
-        interfaces = formset.save(commit=False)
+        formset.save(commit=False)  # sorts out deleted_objects
         for deleted in formset.deleted_objects:
             deleted.delete()
-        kept = [f.instance for f in formset.ordered_forms or formset.forms
+        kept = [f.instance for f in formset.forms
                 if f.cleaned_data and not f.cleaned_data.get("DELETE")]
         # Positions follow the form order; park them first so the unique position holds.
         ServiceInterface.objects.filter(instance=form.instance).update(position=F("position") + 1000)
@@ -211,9 +215,6 @@ class ServiceInstanceAdmin(admin.ModelAdmin):
             interface.position = position
             interface.instance = form.instance
             interface.save()
-        for interface in interfaces:
-            if interface.pk is None:
-                interface.save()
 
     @admin.action(description="Remove instances that have expired")
     def remove_expired(self, request: HttpRequest, queryset: QuerySet[ServiceInstance]) -> None:

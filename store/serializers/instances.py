@@ -79,7 +79,7 @@ class InstanceQuerySerializer(serializers.Serializer):
     versions = optional_string_list()
     alivesAt = StrictCharField(required=False, allow_null=True)
     metadataRequirementsList = serializers.ListField(
-        child=serializers.JSONField(), required=False, allow_null=True,
+        child=serializers.JSONField(allow_null=True), required=False, allow_null=True,
         help_text="OR of requirement objects; each object is an AND of key-path conditions.")
 
 

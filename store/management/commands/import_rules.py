@@ -7,6 +7,7 @@ from rest_framework.exceptions import ValidationError
 from config.conventions import names
 from config.errors import first_validation_message
 from config.exceptions import InvalidParameter
+from store.management.progress import progress_bar
 from store.models import Rule
 from store.serializers.rules import RuleCreateSerializer, rule_drafts_from
 from store.services.rules import (
@@ -40,7 +41,7 @@ class Command(BaseCommand):
                 if options["replace"]:
                     removed, _ = Rule.objects.all().delete()
                     self.stderr.write(f"Removed {removed} existing rule(s).")
-                rules_store(rules, requester=requester, progress=self._progress(total))
+                rules_store(rules, requester=requester, progress=progress_bar(self.stderr, "Importing rules", total))
         except InvalidParameter as exc:
             raise CommandError(exc.message) from exc
         self.stderr.write(f"\nImported {total} rule(s).")
@@ -78,14 +79,3 @@ class Command(BaseCommand):
         except InvalidParameter as exc:
             raise CommandError(exc.message) from exc
         return rules
-
-    def _progress(self, total: int):
-        width = 30
-
-        def show(done: int) -> None:
-            filled = width * done // total if total else width
-            self.stderr.write(f"\rImporting rules [{'#' * filled}{'.' * (width - filled)}] "
-                              f"{done}/{total}", ending="")
-            self.stderr.flush()
-
-        return show

@@ -1,0 +1,66 @@
+import datetime as dt
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+
+from store.models import ServiceInstance
+from tests.store.helpers import http_interface, instance_body, make_instances, mqtt_interface
+
+pytestmark = pytest.mark.django_db
+
+
+def export(tmp_path) -> dict:
+    target = tmp_path / "instances.json"
+    call_command("export_instances", "--output", str(target), stderr=io.StringIO())
+    return json.loads(target.read_text())
+
+
+def import_file(tmp_path, data, *args: str) -> str:
+    source = tmp_path / "import.json"
+    source.write_text(json.dumps(data))
+    err = io.StringIO()
+    call_command("import_instances", str(source), *args, stderr=err)
+    return err.getvalue()
+
+
+def snapshot() -> list[tuple]:
+    return [(i.service_instance_id, i.expires_at, i.metadata,
+             [(f.template_name, f.protocol, f.policy, f.properties) for f in i.interfaces.all()])
+            for i in ServiceInstance.objects.order_by("service_instance_id")]
+
+
+class InstanceImportExportTests:
+    def test_it_round_trips_the_catalog(self, tmp_path):
+        expires = (timezone.now() + dt.timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        make_instances(instance_body("Alpha", expiresAt=expires),
+                       instance_body("Beta", interfaces=[mqtt_interface(), http_interface()]))
+        before = snapshot()
+        data = export(tmp_path)
+        assert [i["systemName"] for i in data["instances"]] == ["Alpha", "Beta"]
+        ServiceInstance.objects.all().delete()
+        output = import_file(tmp_path, data)
+        assert snapshot() == before
+        assert "[##############################] 2/2" in output
+
+    def test_it_replaces_the_whole_catalog_when_asked(self, tmp_path):
+        make_instances(instance_body("Old"))
+        import_file(tmp_path, {"instances": [instance_body("New")]}, "--replace")
+        assert list(ServiceInstance.objects.values_list("provider", flat=True)) == ["New"]
+
+    @pytest.mark.parametrize("data, message", [
+        ({"instances": [instance_body("A"), instance_body("B", interfaces=[])]},
+         "instances[1]: Service interface list is empty"),
+        ({"instances": [instance_body("A"), instance_body("a")]},
+         "instances[1]: Duplicated instance: A|temperatureInfo|1.0.0"),
+        ({"instances": [instance_body(5)]}, "instances[0].systemName: Not a valid string."),
+    ])
+    def test_it_validates_everything_first_and_writes_nothing_on_error(self, tmp_path, data,
+                                                                       message):
+        make_instances(instance_body("Stored"))
+        with pytest.raises(CommandError) as error:
+            import_file(tmp_path, data)
+        assert str(error.value) == message
+        assert list(ServiceInstance.objects.values_list("provider", flat=True)) == ["Stored"]
