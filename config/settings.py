@@ -122,7 +122,11 @@ NORMALIZATION_MODE = env_choice("NORMALIZATION_MODE", "extended", ("extended", "
 MAX_PAGE_SIZE = env_positive_int("MAX_PAGE_SIZE", 1000)
 MAX_BULK_SIZE = env_positive_int("MAX_BULK_SIZE", 1000)
 QOS_ENABLED = env.bool("QOS_ENABLED", default=False)
+QOS_PROBE_INTERVAL_SECONDS = env_positive_int("QOS_PROBE_INTERVAL_SECONDS", 30)
+QOS_MEASUREMENT_MAX_AGE_SECONDS = env_positive_int("QOS_MEASUREMENT_MAX_AGE_SECONDS", 120)
+QOS_PROBE_TIMEOUT_SECONDS = env.float("QOS_PROBE_TIMEOUT_SECONDS", default=2.0)
 TOKEN_TTL_SECONDS = env_positive_int("TOKEN_TTL_SECONDS", 60)
+TOKEN_USAGE_LIMIT = env_positive_int("TOKEN_USAGE_LIMIT", 10)
 IDENTITY_TOKEN_TTL_SECONDS = env_positive_int("IDENTITY_TOKEN_TTL_SECONDS", 365 * 24 * 3600)
 
 # --- Celery (CELERY_BROKER_URL unset: tasks run in-process) ---------------------------------
@@ -137,7 +141,16 @@ CELERY_BEAT_SCHEDULE = {
         "task": "store.remove_expired_instances",
         "schedule": float(INSTANCE_CLEANUP_INTERVAL_SECONDS),
     },
+    "remove-expired-locks-and-tokens": {
+        "task": "orchestration.remove_expired_locks_and_tokens",
+        "schedule": float(INSTANCE_CLEANUP_INTERVAL_SECONDS),
+    },
 }
+if QOS_ENABLED:  # the probe connects to provider addresses: only when QoS is switched on
+    CELERY_BEAT_SCHEDULE["measure-interface-latency"] = {
+        "task": "orchestration.measure_interface_latency",
+        "schedule": float(QOS_PROBE_INTERVAL_SECONDS),
+    }
 
 # --- MQTT (notification delivery) ----------------------------------------------------------
 MQTT_BROKER_URL = env.str("MQTT_BROKER_URL", default="mqtt://127.0.0.1:1883")

@@ -96,6 +96,9 @@ class ServiceInterface(models.Model):
     protocol = models.CharField(max_length=63)
     policy = models.CharField(max_length=40, choices=InterfacePolicy.choices)
     properties = models.JSONField(default=dict)
+    # Quality of service: the latest TCP connect time to this interface (QOS_ENABLED).
+    latency_ms = models.FloatField(null=True, blank=True, editable=False)
+    latency_measured_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["instance", "position"]

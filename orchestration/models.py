@@ -1,0 +1,87 @@
+import uuid
+
+from django.db import models
+
+
+class OrchestrationJob(models.Model):
+    """History: one row per orchestration (a pull, or a push of a subscription), written once
+    when it has finished."""
+
+    class Type(models.TextChoices):
+        PULL = "PULL"
+        PUSH = "PUSH"
+
+    class Status(models.TextChoices):
+        DONE = "DONE"
+        ERROR = "ERROR"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    type = models.CharField(max_length=8, choices=Type.choices)
+    status = models.CharField(max_length=16, choices=Status.choices)
+    requester = models.CharField(max_length=63)
+    target = models.CharField(max_length=63)
+    service_definition = models.CharField(max_length=63, null=True, blank=True)
+    subscription_id = models.UUIDField(null=True, blank=True)
+    result_count = models.PositiveIntegerField(default=0)
+    message = models.TextField(blank=True)
+    created_at = models.DateTimeField()
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["created_at"], name="job_created_at"),
+            models.Index(fields=["requester", "created_at"], name="job_requester"),
+            models.Index(fields=["service_definition"], name="job_service_definition"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.requester} {self.service_definition or '*'} {self.status}"
+
+
+class OrchestrationLock(models.Model):
+    """A reservation: `owner` has exclusive use of the instance until `expires_at`. One lock
+    per instance, enforced by the database, so concurrent reservations cannot both win."""
+
+    service_instance_id = models.CharField(max_length=160, unique=True)
+    owner = models.CharField(max_length=63)
+    expires_at = models.DateTimeField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["expires_at"], name="lock_expires_at")]
+
+    def __str__(self) -> str:
+        return f"{self.service_instance_id} → {self.owner}"
+
+
+class AuthorizationToken(models.Model):
+    """An authorization token issued by pull for one consumer, provider, service definition
+    and operation (scope). Only its SHA-256 is stored."""
+
+    class TokenType(models.TextChoices):
+        TIME_LIMITED_TOKEN = "TIME_LIMITED_TOKEN"
+        USAGE_LIMITED_TOKEN = "USAGE_LIMITED_TOKEN"
+        SELF_CONTAINED_TOKEN = "SELF_CONTAINED_TOKEN"
+
+    token_hash = models.CharField(max_length=64, unique=True)
+    token_type = models.CharField(max_length=32, choices=TokenType.choices)
+    variant = models.CharField(max_length=40)
+    consumer = models.CharField(max_length=63)
+    provider = models.CharField(max_length=63)
+    target = models.CharField(max_length=63, help_text="Service definition.")
+    scope = models.CharField(max_length=63, help_text="Operation, or the service definition.")
+    usage_limit = models.PositiveIntegerField(null=True, blank=True)
+    usage_left = models.PositiveIntegerField(null=True, blank=True)
+    expires_at = models.DateTimeField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["consumer", "provider", "target", "scope"],
+                         name="token_grant"),
+            models.Index(fields=["expires_at"], name="token_expires_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.token_type} {self.consumer}→{self.provider} {self.target}/{self.scope}"
