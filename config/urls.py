@@ -14,6 +14,8 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("serviceorchestration/monitor/echo", EchoApi.as_view()),
     path("serviceorchestration/orchestration/", include("store.urls")),
+    path("serviceorchestration/orchestration/", include("orchestration.urls")),
+    path("serviceorchestration/authorization-token/", include("orchestration.token_urls")),
 ]
 
 if settings.SERVE_STATIC:

@@ -1,0 +1,39 @@
+"""Orchestration API (SPEC §5): pull. Subscriptions live in the subscriptions app."""
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.schema import error_responses
+from orchestration.pull import orchestration_pull
+from orchestration.requests import parse_orchestration_request
+from orchestration.types import OrchestrationRequest
+from orchestration.serializers import (
+    OrchestrationRequestSerializer,
+    OrchestrationResponseSerializer,
+)
+
+PULL_EXAMPLE = OpenApiExample("Operation with exclusivity", request_only=True, value={
+    "serviceRequirement": {"serviceDefinition": "temperatureInfo", "operations": ["query"],
+                           "interfaceTemplateNames": ["generic_http"],
+                           "securityPolicies": ["NONE", "TIME_LIMITED_TOKEN_AUTH"]},
+    "orchestrationFlags": {"MATCHMAKING": True},
+    "exclusivityDuration": 120,
+})
+
+
+def request_from_body(data) -> OrchestrationRequest:
+    """Type-check and parse an orchestration request body (absent body = empty request)."""
+    serializer = OrchestrationRequestSerializer(data={} if data is None else data)
+    serializer.is_valid(raise_exception=True)
+    return parse_orchestration_request(serializer.validated_data)
+
+
+class OrchestrationPullApi(APIView):
+    @extend_schema(operation_id="pull", tags=["Orchestration"],
+                   request=OrchestrationRequestSerializer, examples=[PULL_EXAMPLE],
+                   responses={200: OrchestrationResponseSerializer, **error_responses(503)})
+    def post(self, request: Request) -> Response:
+        result = orchestration_pull(requester=request.user.name,
+                                    request=request_from_body(request.data))
+        return Response(OrchestrationResponseSerializer(result).data)

@@ -1,0 +1,267 @@
+"""Pull (SPEC §5): the consumer's rules, filtered and enriched with the catalog, ordered,
+reserved, with tokens; recorded as an orchestration job.
+
+Steps, in order: candidates from rules (1); catalog join, unknown and expired instances (2);
+versions, alive time, metadata (3); interfaces (4); reservations of others (7, part);
+preferred providers (5); QoS (6); exclusivity and matchmaking (7, 8); tokens (9); flags (10).
+"""
+import datetime as dt
+import logging
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.utils import timezone
+
+from config.exceptions import ArrowheadError, InvalidParameter
+from orchestration import matching, reservations, selectors
+from orchestration.latency import instance_latencies
+from orchestration.models import OrchestrationJob
+from orchestration.tokens import TokenGrant, is_issuable, tokens_issue
+from orchestration.types import (
+    OrchestrationRequest,
+    OrchestrationResult,
+    OrchestrationResultEntry,
+)
+from store.interfaces import exclusivity_seconds
+from store.metadata_requirements import matches_any
+from store.models import Rule, ServiceInstance
+
+logger = logging.getLogger(__name__)
+
+WARN_PART_TIME = "part_time_exclusivity"
+WARN_NOT_EXCLUSIVE = "not_exclusive"
+WARN_AUTO_MATCHMAKING = "auto_matchmaking"
+WARN_NO_TRANSLATION = "translation_not_supported"
+WARN_NO_INTERCLOUD = "intercloud_not_supported"
+QOS_MAX_LATENCY = "maxLatencyMs"
+
+
+@dataclass
+class Candidate:
+    rule: Rule
+    provider: str
+    version: str
+    instance: ServiceInstance | None
+    interfaces: list[dict] | None = None
+    exclusive_until: dt.datetime | None = None
+    held_by_consumer: bool = False
+
+    @property
+    def service_definition(self) -> str:
+        return self.rule.service_definition
+
+    @property
+    def reservable_seconds(self) -> int:
+        seconds = exclusivity_seconds(self.instance.metadata) if self.instance else None
+        return seconds if seconds and seconds > 0 else 0
+
+
+@dataclass
+class _Run:
+    consumer: str
+    request: OrchestrationRequest
+    now: dt.datetime
+    warnings: list[str] = field(default_factory=list)
+
+    def warn(self, warning: str) -> None:
+        if warning not in self.warnings:
+            self.warnings.append(warning)
+
+
+def _max_latency(request: OrchestrationRequest) -> int | None:
+    """The QoS requirement, checked against the configuration (SPEC §5 step 6)."""
+    qos = request.qos_requirements
+    if not qos:
+        return None
+    if not settings.QOS_ENABLED:
+        raise InvalidParameter("Quality of service requirements are present, but QoS support "
+                               "is disabled")
+    for key in qos:
+        if key != QOS_MAX_LATENCY:
+            raise InvalidParameter(f"Unsupported QoS requirement: {key}")
+    value = qos.get(QOS_MAX_LATENCY)
+    text = str(value).strip() if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
+    if not text.isascii() or not text.isdigit() or int(text) < 1:
+        raise InvalidParameter("Invalid QoS requirement: maxLatencyMs should be a positive "
+                               "integer")
+    return int(text)
+
+
+def _candidates(run: _Run) -> list[Candidate]:
+    """Steps 1–4 and the reservations of other consumers."""
+    requirement = run.request.requirement
+    rules = selectors.consumer_rules(consumer=run.consumer,
+                                     service_definition=requirement.service_definition)
+    ids = {rule.service_instance_id for rule in rules}
+    catalog = selectors.catalog_instances(ids)
+    locks = reservations.active_locks(ids, now=run.now)
+    candidates = []
+    for rule in rules:
+        provider, _, version = rule.service_instance_id.split("|")
+        candidate = Candidate(rule, provider, version, catalog.get(rule.service_instance_id))
+        lock = locks.get(rule.service_instance_id)
+        if lock is not None:
+            if lock.owner != run.consumer:
+                continue
+            candidate.exclusive_until, candidate.held_by_consumer = lock.expires_at, True
+        if _qualifies(candidate, run):
+            candidates.append(candidate)
+    return candidates
+
+
+def _qualifies(candidate: Candidate, run: _Run) -> bool:
+    requirement, instance = run.request.requirement, candidate.instance
+    if requirement.versions and candidate.version not in requirement.versions:
+        return False
+    if instance is None:
+        return not requirement.needs_catalog and not run.request.qos_requirements
+    if instance.expires_at is not None and instance.expires_at <= run.now:
+        return False
+    if requirement.alives_at and instance.expires_at and instance.expires_at < requirement.alives_at:
+        return False
+    if not matches_any(instance.metadata, list(requirement.metadata_requirements)):
+        return False
+    offered = [{"templateName": i.template_name, "protocol": i.protocol, "policy": i.policy,
+                "properties": i.properties} for i in instance.interfaces.all()]
+    candidate.interfaces = matching.qualifying_interfaces(offered, requirement)
+    return bool(candidate.interfaces)
+
+
+def _within_latency(candidates: list[Candidate], max_latency: int, now) -> list[Candidate]:
+    latencies = instance_latencies([c.instance.pk for c in candidates if c.instance], now=now)
+    return [c for c in candidates
+            if c.instance is not None and latencies.get(c.instance.pk, max_latency + 1) <= max_latency]
+
+
+def _reserve(candidate: Candidate, run: _Run) -> bool:
+    """Reserve for the consumer (or find its own live reservation). False when another
+    consumer won the instance in the meantime."""
+    if candidate.held_by_consumer:
+        return True
+    requested = run.request.exclusivity_duration
+    seconds = min(requested, candidate.reservable_seconds)
+    until = reservations.reserve(instance_id=candidate.rule.service_instance_id,
+                                 owner=run.consumer, seconds=seconds, now=run.now)
+    candidate.exclusive_until = until
+    return until is not None
+
+
+def _choose(group: list[Candidate], run: _Run) -> Candidate | None:
+    """Matchmaking for one service definition: the first candidate; with exclusivity, the
+    first one that could be reserved."""
+    requested = run.request.exclusivity_duration
+    if requested is None:
+        return group[0]
+    for candidate in group:
+        if (candidate.held_by_consumer or candidate.reservable_seconds) and _reserve(candidate, run):
+            if candidate.reservable_seconds < requested and not candidate.held_by_consumer:
+                run.warn(WARN_PART_TIME)
+            return candidate
+    if run.request.has("ONLY_EXCLUSIVE"):
+        return None
+    run.warn(WARN_NOT_EXCLUSIVE)
+    return group[0]
+
+
+def _exclusivity_and_matchmaking(candidates: list[Candidate], run: _Run) -> list[Candidate]:
+    request = run.request
+    if request.has("ONLY_EXCLUSIVE"):
+        candidates = [c for c in candidates if c.held_by_consumer or c.reservable_seconds]
+    matchmaking = request.has("MATCHMAKING")
+    if request.exclusivity_duration is not None and not matchmaking:
+        matchmaking = True
+        run.warn(WARN_AUTO_MATCHMAKING)
+    if not matchmaking:
+        return candidates
+    if request.exclusivity_duration is not None and not candidates:
+        run.warn(WARN_NOT_EXCLUSIVE)
+    chosen = (_choose(group, run) for group in
+              matching.group_by(candidates, lambda c: c.service_definition))
+    return [candidate for candidate in chosen if candidate is not None]
+
+
+def _grants(candidates: list[Candidate], run: _Run) -> list[tuple[Candidate, TokenGrant]]:
+    scopes = run.request.requirement.operations
+    grants = []
+    for candidate in candidates:
+        variants = dict.fromkeys(i["policy"] for i in candidate.interfaces or ()
+                                 if i["policy"].endswith("TOKEN_AUTH") and is_issuable(i["policy"]))
+        for variant in variants:
+            for scope in scopes or (candidate.service_definition,):
+                grants.append((candidate, TokenGrant(variant, run.consumer, candidate.provider,
+                                                     candidate.service_definition, scope)))
+    return grants
+
+
+def _tokens(candidates: list[Candidate], run: _Run) -> dict[int, dict]:
+    """Authorization tokens by candidate (id()), `{policy: {operation: token}}`."""
+    grants = _grants(candidates, run)
+    issued = tokens_issue([grant for _, grant in grants], now=run.now)
+    tokens: dict[int, dict] = {}
+    for (candidate, _), token in zip(grants, issued):
+        entry = {"tokenType": token.token_type, "targetType": "SERVICE_DEF",
+                 "token": token.token, "expiresAt": token.expires_at}
+        if token.usage_limit is not None:
+            entry["usageLimit"] = token.usage_limit
+        tokens.setdefault(id(candidate), {}).setdefault(token.grant.variant, {})[
+            token.grant.scope] = entry
+    return tokens
+
+
+def _entry(candidate: Candidate, tokens: dict | None) -> OrchestrationResultEntry:
+    instance = candidate.instance
+    return OrchestrationResultEntry(
+        service_instance_id=candidate.rule.service_instance_id,
+        provider=candidate.provider,
+        service_definition=candidate.service_definition,
+        version=candidate.version,
+        alive_until=instance.expires_at if instance else None,
+        exclusive_until=candidate.exclusive_until,
+        metadata=instance.metadata if instance else None,
+        interfaces=candidate.interfaces,
+        authorization_tokens=tokens,
+    )
+
+
+def orchestrate(*, consumer: str, request: OrchestrationRequest,
+                now: dt.datetime) -> OrchestrationResult:
+    """The orchestration itself, without bookkeeping; also run for subscriptions."""
+    run = _Run(consumer, request, now)
+    max_latency = _max_latency(request)
+    if request.has("ALLOW_TRANSLATION"):
+        run.warn(WARN_NO_TRANSLATION)
+    if request.has("ALLOW_INTERCLOUD"):
+        run.warn(WARN_NO_INTERCLOUD)
+    requirement = request.requirement
+    candidates = matching.preferred_first(
+        _candidates(run), lambda c: c.provider, requirement.preferred_providers,
+        only_preferred=request.has("ONLY_PREFERRED"))
+    if max_latency is not None:
+        candidates = _within_latency(candidates, max_latency, now)
+    candidates = _exclusivity_and_matchmaking(candidates, run)
+    tokens = _tokens(candidates, run)
+    return OrchestrationResult([_entry(c, tokens.get(id(c))) for c in candidates], run.warnings)
+
+
+def orchestration_pull(*, requester: str, request: OrchestrationRequest) -> OrchestrationResult:
+    """Pull for the requester, recorded as one orchestration job (one write)."""
+    started = timezone.now()
+    job = OrchestrationJob(type=OrchestrationJob.Type.PULL, requester=requester, target=requester,
+                           service_definition=request.requirement.service_definition,
+                           created_at=started, started_at=started)
+    try:
+        result = orchestrate(consumer=requester, request=request, now=started)
+    except ArrowheadError:
+        raise  # the request's fault: answered as a 4xx, not an orchestration
+    except Exception as exc:
+        _record(job, OrchestrationJob.Status.ERROR, 0, f"{type(exc).__name__}: {exc}")
+        raise
+    _record(job, OrchestrationJob.Status.DONE, len(result.results),
+            f"{len(result.results)} local result(s)")
+    return result
+
+
+def _record(job: OrchestrationJob, status: str, count: int, message: str) -> None:
+    job.status, job.result_count, job.message = status, count, message
+    job.finished_at = timezone.now()
+    job.save(force_insert=True)

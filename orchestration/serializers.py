@@ -1,0 +1,84 @@
+"""Wire shapes of the orchestration interface (SPEC §5). The two misspelled result fields
+`serviceDefinitition` and `cloudIdentitifer` are part of the Arrowhead wire format (SPEC §1):
+they live here, once."""
+from collections import OrderedDict
+
+from rest_framework import serializers
+
+from config.fields import StrictCharField, StrictIntegerField, optional_string_list
+
+
+def _requirement_list(help_text: str) -> serializers.ListField:
+    return serializers.ListField(child=serializers.JSONField(allow_null=True), required=False,
+                                 allow_null=True, help_text=help_text)
+
+
+class ServiceRequirementSerializer(serializers.Serializer):
+    serviceDefinition = StrictCharField(required=False, allow_null=True)
+    operations = optional_string_list()
+    versions = optional_string_list()
+    alivesAt = StrictCharField(required=False, allow_null=True,
+                               help_text="ISO 8601 UTC, e.g. 2025-11-08T12:00:00Z")
+    metadataRequirements = _requirement_list("OR of requirement objects (AND inside one).")
+    interfaceTemplateNames = optional_string_list()
+    interfaceAddressTypes = optional_string_list(help_text="HOSTNAME, IPV4, IPV6")
+    interfacePropertyRequirements = _requirement_list("OR of requirement objects on interface "
+                                                      "properties.")
+    securityPolicies = optional_string_list()
+    preferredProviders = optional_string_list()
+
+
+class OrchestrationRequestSerializer(serializers.Serializer):
+    serviceRequirement = ServiceRequirementSerializer(required=False, allow_null=True)
+    orchestrationFlags = serializers.DictField(
+        child=serializers.JSONField(allow_null=True), required=False, allow_null=True,
+        help_text="Flag name → true/false (JSON booleans or strings). MATCHMAKING, "
+        "ONLY_PREFERRED, ONLY_EXCLUSIVE, ALLOW_TRANSLATION, ALLOW_INTERCLOUD, ONLY_INTERCLOUD.")
+    qosRequirements = serializers.DictField(
+        child=serializers.JSONField(allow_null=True), required=False, allow_null=True,
+        help_text='{"maxLatencyMs": "<int>"}; needs QOS_ENABLED.')
+    exclusivityDuration = StrictIntegerField(required=False, allow_null=True,
+                                             help_text="Seconds, > 0.")
+
+
+class TokenSerializer(serializers.Serializer):
+    tokenType = serializers.CharField()
+    targetType = serializers.CharField()
+    token = serializers.CharField()
+    expiresAt = serializers.DateTimeField()
+    usageLimit = serializers.IntegerField(required=False)
+
+
+class InterfaceResultSerializer(serializers.Serializer):
+    templateName = serializers.CharField()
+    protocol = serializers.CharField()
+    policy = serializers.CharField()
+    properties = serializers.JSONField()
+
+
+class OrchestrationResultEntrySerializer(serializers.Serializer):
+    serviceInstanceId = serializers.CharField(source="service_instance_id")
+    cloudIdentitifer = serializers.SerializerMethodField()  # sic, SPEC §1
+    providerName = serializers.CharField(source="provider")
+    serviceDefinitition = serializers.CharField(source="service_definition")  # sic, SPEC §1
+    version = serializers.CharField()
+    aliveUntil = serializers.DateTimeField(source="alive_until", required=False)
+    exclusiveUntil = serializers.DateTimeField(source="exclusive_until", required=False)
+    metadata = serializers.JSONField(required=False)
+    interfaces = InterfaceResultSerializer(many=True, required=False)
+    authorizationTokens = serializers.DictField(
+        source="authorization_tokens", child=serializers.DictField(child=TokenSerializer()),
+        required=False)
+
+    def get_cloudIdentitifer(self, entry) -> str:  # noqa: N802 (wire name)
+        return "LOCAL"
+
+    def to_representation(self, instance) -> OrderedDict:
+        """Absent values are left out (SPEC §5)."""
+        data = super().to_representation(instance)
+        return OrderedDict((key, value) for key, value in data.items() if value is not None)
+
+
+class OrchestrationResponseSerializer(serializers.Serializer):
+    results = OrchestrationResultEntrySerializer(many=True)
+    warnings = serializers.ListField(child=serializers.CharField())

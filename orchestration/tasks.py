@@ -1,0 +1,25 @@
+"""Celery tasks of the orchestration app (discovered by config.celery's autodiscover_tasks)."""
+from celery import shared_task
+
+
+@shared_task(name="orchestration.measure_interface_latency")
+def measure_interface_latency_task() -> int:
+    """Periodic (Celery beat, QOS_PROBE_INTERVAL_SECONDS, scheduled only when QOS_ENABLED):
+    refresh the latency of every live interface so pull can filter on `maxLatencyMs` without
+    touching the network. Returns how many interfaces were probed."""
+    from orchestration.latency import interfaces_measure
+
+    return interfaces_measure()
+
+
+@shared_task(name="orchestration.remove_expired_locks_and_tokens")
+def remove_expired_locks_and_tokens_task() -> dict[str, int]:
+    """Periodic (Celery beat): drop ended reservations and expired authorization tokens.
+    Pull already ignores both; this keeps the tables small."""
+    from django.utils import timezone
+
+    from orchestration.reservations import locks_remove_expired
+    from orchestration.tokens import tokens_remove_expired
+
+    now = timezone.now()
+    return {"locks": locks_remove_expired(now=now), "tokens": tokens_remove_expired(now=now)}

@@ -1,0 +1,70 @@
+"""Values crossing the boundary between the orchestration API and its services."""
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+FLAGS = ("MATCHMAKING", "ONLY_PREFERRED", "ONLY_EXCLUSIVE", "ALLOW_TRANSLATION",
+         "ALLOW_INTERCLOUD", "ONLY_INTERCLOUD")
+
+
+@dataclass(frozen=True)
+class ServiceRequirement:
+    """What the consumer asks for; every value normalized and validated. An empty tuple means
+    the condition was not given."""
+
+    service_definition: str | None = None
+    operations: tuple[str, ...] = ()
+    versions: tuple[str, ...] = ()
+    alives_at: dt.datetime | None = None
+    metadata_requirements: tuple[dict, ...] = ()
+    interface_template_names: tuple[str, ...] = ()
+    interface_address_types: tuple[str, ...] = ()
+    interface_property_requirements: tuple[dict, ...] = ()
+    security_policies: tuple[str, ...] = ()
+    preferred_providers: tuple[str, ...] = ()
+
+    @property
+    def needs_catalog(self) -> bool:
+        """Conditions that only the catalog can answer (a rule whose instance the catalog does
+        not know cannot satisfy them). `versions` is not one: the id carries the version."""
+        return bool(self.alives_at or self.metadata_requirements or self.operations
+                    or self.interface_template_names or self.interface_address_types
+                    or self.interface_property_requirements or self.security_policies)
+
+    @property
+    def filters_interfaces(self) -> bool:
+        return bool(self.operations or self.interface_template_names
+                    or self.interface_address_types or self.interface_property_requirements
+                    or self.security_policies)
+
+
+@dataclass(frozen=True)
+class OrchestrationRequest:
+    requirement: ServiceRequirement = field(default_factory=ServiceRequirement)
+    flags: frozenset[str] = frozenset()
+    qos_requirements: dict[str, Any] | None = None
+    exclusivity_duration: int | None = None
+
+    def has(self, flag: str) -> bool:
+        return flag in self.flags
+
+
+@dataclass
+class OrchestrationResultEntry:
+    """One provider instance offered to the consumer."""
+
+    service_instance_id: str
+    provider: str
+    service_definition: str
+    version: str
+    alive_until: dt.datetime | None = None
+    exclusive_until: dt.datetime | None = None
+    metadata: dict | None = None
+    interfaces: list[dict] | None = None
+    authorization_tokens: dict[str, dict[str, dict]] | None = None
+
+
+@dataclass(frozen=True)
+class OrchestrationResult:
+    results: list[OrchestrationResultEntry]
+    warnings: list[str]
