@@ -148,19 +148,24 @@ def _reserve(candidate: Candidate, run: _Run) -> bool:
 
 def _choose(group: list[Candidate], run: _Run) -> Candidate | None:
     """Matchmaking for one service definition: the first candidate; with exclusivity, the
-    first one that could be reserved."""
+    first one that could be reserved. An instance another consumer reserved in the meantime
+    is not offered at all."""
     requested = run.request.exclusivity_duration
     if requested is None:
         return group[0]
+    lost: set[int] = set()
     for candidate in group:
-        if (candidate.held_by_consumer or candidate.reservable_seconds) and _reserve(candidate, run):
+        if not (candidate.held_by_consumer or candidate.reservable_seconds):
+            continue
+        if _reserve(candidate, run):
             if candidate.reservable_seconds < requested and not candidate.held_by_consumer:
                 run.warn(WARN_PART_TIME)
             return candidate
+        lost.add(id(candidate))
+    run.warn(WARN_NOT_EXCLUSIVE)
     if run.request.has("ONLY_EXCLUSIVE"):
         return None
-    run.warn(WARN_NOT_EXCLUSIVE)
-    return group[0]
+    return next((c for c in group if id(c) not in lost), None)
 
 
 def _exclusivity_and_matchmaking(candidates: list[Candidate], run: _Run) -> list[Candidate]:
