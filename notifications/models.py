@@ -1,0 +1,57 @@
+import uuid
+
+from django.db import models
+from django.utils import timezone
+
+
+class NotificationDelivery(models.Model):
+    """One push notification to one subscriber: the outbox row and the record of its attempts.
+
+    It is written in the transaction of the change that caused it, so a committed change always
+    has its notification, and it outlives the broker and the worker that send it. The
+    subscription is referenced by id only: this app knows nothing of subscriptions."""
+
+    class Protocol(models.TextChoices):
+        HTTP = "HTTP"
+        HTTPS = "HTTPS"
+        MQTT = "MQTT"
+        MQTTS = "MQTTS"
+
+    class Status(models.TextChoices):
+        PENDING = "PENDING"  # waiting for its (next) attempt at next_attempt_at
+        SENDING = "SENDING"  # claimed by a worker at claimed_at
+        DELIVERED = "DELIVERED"
+        FAILED = "FAILED"  # permanently: no more attempts
+        CANCELLED = "CANCELLED"  # superseded, or its subscription went away
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    subscription_id = models.UUIDField(db_index=True)
+    protocol = models.CharField(max_length=8, choices=Protocol.choices)
+    properties = models.JSONField(
+        default=dict,
+        help_text="HTTP(S): address, port, method, path. MQTT(S): topic. Keys in lower case.",
+    )
+    payload = models.JSONField(help_text="The exact message body sent.")
+    expires_at = models.DateTimeField(
+        null=True, blank=True, help_text="The subscription's expiry: never sent after it."
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True, default="")
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "notification deliveries"
+        ordering = ["-created_at"]
+        indexes = [
+            # The sweeper's two queries: due PENDING rows, and SENDING rows with an old claim.
+            models.Index(fields=["status", "next_attempt_at"], name="delivery_status_due"),
+            models.Index(fields=["created_at"], name="delivery_created_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.protocol} {self.subscription_id} {self.status}"

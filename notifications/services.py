@@ -1,0 +1,243 @@
+"""Write side of notification delivery: the outbox (create, cancel, retry), sending one delivery
+exactly-once-per-claim, and the sweeper that makes delivery at least once.
+
+Lifecycle: PENDING --claim--> SENDING --> DELIVERED | FAILED | PENDING (transient failure, with
+backoff). PENDING/SENDING --> CANCELLED when superseded or when the subscription goes away.
+Every write of the status is a conditional update, so concurrent workers, the sweeper and the
+admin can act on the same row without locks and without sending twice per claim.
+"""
+import logging
+import time
+import uuid
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from notifications import transports
+from notifications.models import NotificationDelivery
+
+logger = logging.getLogger(__name__)
+
+Status = NotificationDelivery.Status
+SUPERSEDED = "Superseded by a newer notification"
+EXPIRED = "Subscription expired"
+LEASE_EXPIRED = "Attempt interrupted: no outcome recorded within the sending lease"
+# delivery_send's answer for an id that names no delivery (not one of the statuses).
+MISSING = "MISSING"
+# At most this many due rows are read per sweep; the time budget usually ends it sooner.
+SWEEP_BATCH = 1000
+
+
+@transaction.atomic
+def delivery_create(*, subscription_id: uuid.UUID, protocol: str, properties: dict[str, Any],
+                    payload: Any, expires_at: datetime | None) -> NotificationDelivery:
+    """Queue `payload` for the subscriber. Call it inside the transaction of the change that
+    caused it: the row commits (or rolls back) with that change, and the send task is only
+    enqueued after the commit, so a worker never looks for a row that is not there yet.
+
+    Older PENDING deliveries of the subscription are cancelled: a subscriber wants the
+    newest result, and rapid changes then cost one push."""
+    protocol = protocol.upper()
+    if protocol not in NotificationDelivery.Protocol.values:
+        raise ValueError(f"Unsupported notify protocol: {protocol}")
+    now = timezone.now()
+    _supersede_pending(subscription_id=subscription_id, now=now)
+    delivery = NotificationDelivery.objects.create(
+        subscription_id=subscription_id,
+        protocol=protocol,
+        properties={str(key).lower(): value for key, value in properties.items()},
+        payload=payload,
+        expires_at=expires_at,
+        next_attempt_at=now,
+        created_at=now,
+        updated_at=now,
+    )
+    transaction.on_commit(partial(delivery_enqueue, delivery_id=delivery.id))
+    return delivery
+
+
+def _supersede_pending(*, subscription_id: uuid.UUID, now: datetime) -> int:
+    return NotificationDelivery.objects.filter(
+        subscription_id=subscription_id, status=Status.PENDING
+    ).update(status=Status.CANCELLED, last_error=SUPERSEDED, updated_at=now)
+
+
+def deliveries_cancel(*, subscription_id: uuid.UUID, reason: str) -> int:
+    """Stop every unfinished delivery of a subscription (unsubscribed, notify interface
+    replaced). A send already in flight still completes, but its outcome is not recorded over
+    the cancellation and it is never retried. Returns how many were cancelled."""
+    return NotificationDelivery.objects.filter(
+        subscription_id=subscription_id, status__in=(Status.PENDING, Status.SENDING)
+    ).update(status=Status.CANCELLED, last_error=reason, updated_at=timezone.now())
+
+
+def deliveries_retry(*, delivery_ids: Iterable[uuid.UUID]) -> int:
+    """Operator's "retry now": finished-but-undelivered (and waiting) deliveries become due at
+    once and are enqueued after the commit. SENDING and DELIVERED rows are left alone.
+    Returns how many were rescheduled."""
+    now = timezone.now()
+    rows = NotificationDelivery.objects.filter(
+        id__in=list(delivery_ids), status__in=(Status.PENDING, Status.FAILED, Status.CANCELLED)
+    )
+    ids = list(rows.values_list("id", flat=True))
+    count = NotificationDelivery.objects.filter(id__in=ids).update(
+        status=Status.PENDING, next_attempt_at=now, claimed_at=None, updated_at=now
+    )
+    for delivery_id in ids:
+        transaction.on_commit(partial(delivery_enqueue, delivery_id=delivery_id))
+    return count
+
+
+def delivery_enqueue(*, delivery_id: uuid.UUID) -> bool:
+    """Hand the delivery to a worker. Never raises: the row is committed, so when the broker
+    is down (or an eager run fails) the sweeper sends it later. Returns whether it was
+    enqueued."""
+    from notifications.tasks import deliver_task
+
+    try:
+        deliver_task.delay(str(delivery_id))
+    except Exception:  # noqa: BLE001 - broker down, or an eager run raising
+        logger.warning("Could not enqueue notification delivery %s; the sweeper will send it",
+                       delivery_id, exc_info=True)
+        return False
+    return True
+
+
+def delivery_send(delivery_id: uuid.UUID | str) -> str:
+    """Make one attempt at a due delivery and record its outcome. Returns the status after the
+    call (for a delivery this call did not claim: its current status, MISSING when none).
+
+    Safe to call any number of times, from any process: only the caller whose conditional
+    update moves the row from PENDING to SENDING sends it."""
+    delivery = _claim(delivery_id)
+    if delivery is None:
+        return _current_status(delivery_id)
+    if delivery.expires_at is not None and delivery.expires_at <= timezone.now():
+        return _record(delivery, status=Status.FAILED, error=EXPIRED, attempted=False)
+    try:
+        transports.send(delivery.protocol, delivery.properties, delivery.payload)
+    except transports.TransportError as exc:
+        if exc.transient:
+            return _record_transient_failure(delivery, error=str(exc))
+        return _record(delivery, status=Status.FAILED, error=str(exc))
+    except Exception as exc:  # noqa: BLE001 - a bug must not drop the notification
+        logger.exception("Unexpected error sending notification delivery %s", delivery.id)
+        return _record_transient_failure(delivery, error=f"Unexpected error: {exc!r}")
+    return _record(delivery, status=Status.DELIVERED)
+
+
+def _parse_id(delivery_id: uuid.UUID | str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(delivery_id))
+    except ValueError:
+        return None
+
+
+def _claim(delivery_id: uuid.UUID | str) -> NotificationDelivery | None:
+    """PENDING and due → SENDING, stamped with the claim time (the lease, and the fencing
+    token of every later write). None when another caller has it, or it is not due/pending."""
+    parsed = _parse_id(delivery_id)
+    if parsed is None:
+        return None
+    now = timezone.now()
+    claimed = NotificationDelivery.objects.filter(
+        id=parsed, status=Status.PENDING, next_attempt_at__lte=now
+    ).update(status=Status.SENDING, claimed_at=now, updated_at=now)
+    if claimed != 1:
+        return None
+    return NotificationDelivery.objects.get(id=parsed)
+
+
+def _current_status(delivery_id: uuid.UUID | str) -> str:
+    parsed = _parse_id(delivery_id)
+    rows = NotificationDelivery.objects.filter(id=parsed) if parsed else None
+    status = rows.values_list("status", flat=True).first() if rows is not None else None
+    if status is None:
+        logger.info("Notification delivery %s does not exist; nothing to send", delivery_id)
+        return MISSING
+    return status
+
+
+def _record(delivery: NotificationDelivery, *, status: str, error: str = "",
+            attempted: bool = True, next_attempt_at: datetime | None = None) -> str:
+    """Write the outcome of our claim, unless the row was meanwhile cancelled or re-claimed
+    after our lease ran out (then theirs is the record that counts). Returns the status
+    the row has afterwards."""
+    now = timezone.now()
+    changes: dict[str, Any] = {"status": status, "last_error": error, "updated_at": now}
+    if attempted:
+        changes["attempts"] = F("attempts") + 1
+    if status == Status.DELIVERED:
+        changes["delivered_at"] = now
+    if next_attempt_at is not None:
+        changes["next_attempt_at"] = next_attempt_at
+    written = NotificationDelivery.objects.filter(
+        id=delivery.id, status=Status.SENDING, claimed_at=delivery.claimed_at
+    ).update(**changes)
+    if written:
+        return status
+    logger.info("Notification delivery %s changed while being sent; outcome %s not recorded",
+                delivery.id, status)
+    return _current_status(delivery.id)
+
+
+def _record_transient_failure(delivery: NotificationDelivery, *, error: str) -> str:
+    """Back to PENDING with exponential backoff, unless a newer notification for the same
+    subscription exists: retrying this one could then deliver an outdated result last."""
+    if _has_newer(delivery):
+        return _record(delivery, status=Status.CANCELLED, error=f"{SUPERSEDED} ({error})")
+    delay = retry_delay_seconds(attempts=delivery.attempts + 1)
+    return _record(delivery, status=Status.PENDING, error=error,
+                   next_attempt_at=timezone.now() + timedelta(seconds=delay))
+
+
+def _has_newer(delivery: NotificationDelivery) -> bool:
+    return NotificationDelivery.objects.filter(
+        subscription_id=delivery.subscription_id, created_at__gt=delivery.created_at
+    ).exists()
+
+
+def retry_delay_seconds(*, attempts: int) -> int:
+    """Backoff after the `attempts`-th failed attempt: base, 2×base, 4×base, … up to the max."""
+    base = settings.NOTIFICATION_RETRY_BASE_SECONDS
+    return min(base * 2 ** max(attempts - 1, 0), settings.NOTIFICATION_RETRY_MAX_SECONDS)
+
+
+def deliveries_sweep() -> int:
+    """The safety net behind the send task (Celery beat, NOTIFICATION_SWEEP_INTERVAL_SECONDS):
+    recovers deliveries whose task was lost (broker restarted without persistence, enqueue
+    failed) or whose worker died while sending, and sends every due one.
+
+    Sends directly, oldest due first, instead of enqueueing: the sweeper must work precisely
+    when the broker lost its queue, and claims keep it from racing a task for the same row.
+    It starts no new send after one sweep interval, so that while the subscribers' broker
+    hangs, overlapping sweeps cannot take over every worker; the next sweep goes on.
+    Returns how many due deliveries it tried."""
+    started, now = time.monotonic(), timezone.now()
+    released = _release_expired_claims(now=now)
+    if released:
+        logger.warning("%d notification deliveries were left SENDING; retrying them", released)
+    due = NotificationDelivery.objects.filter(status=Status.PENDING, next_attempt_at__lte=now)
+    tried = 0
+    for delivery_id in due.order_by("next_attempt_at").values_list("id", flat=True)[:SWEEP_BATCH]:
+        if time.monotonic() - started >= settings.NOTIFICATION_SWEEP_INTERVAL_SECONDS:
+            break
+        delivery_send(delivery_id)
+        tried += 1
+    return tried
+
+
+def _release_expired_claims(*, now: datetime) -> int:
+    """A SENDING row older than the lease lost its worker mid-attempt. The attempt counts (it
+    may even have arrived: delivery is at least once) and the row is due again at once."""
+    lease = timedelta(seconds=settings.NOTIFICATION_SENDING_LEASE_SECONDS)
+    return NotificationDelivery.objects.filter(
+        status=Status.SENDING, claimed_at__lt=now - lease
+    ).update(status=Status.PENDING, attempts=F("attempts") + 1, last_error=LEASE_EXPIRED,
+             next_attempt_at=now, claimed_at=None, updated_at=now)

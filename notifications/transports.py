@@ -1,0 +1,234 @@
+"""Outbound adapters: send one notification body over MQTT(S) or HTTP(S).
+
+Each call either returns (the message was accepted: PUBACK for MQTT QoS >= 1, a 2xx for HTTP)
+or raises TransportError, whose `transient` flag tells the caller whether trying again later
+can help. Nothing here touches the database.
+"""
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from http.client import HTTPException, InvalidURL
+from typing import Any
+from urllib.parse import unquote, urlsplit
+from uuid import uuid4
+
+from django.conf import settings
+from paho.mqtt.client import Client, MQTTMessageInfo
+from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
+
+# Status codes that mean "not now" rather than "never": retried like a connection error.
+TRANSIENT_HTTP_STATUSES = frozenset({408, 429})
+
+
+class TransportError(Exception):
+    """A failed send. `transient`: the broker or endpoint may accept it later (retry);
+    otherwise retrying cannot help (the configuration or the endpoint refuses it)."""
+
+    def __init__(self, message: str, *, transient: bool) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+def send(protocol: str, properties: dict[str, Any], payload: Any) -> None:
+    """Send `payload` (already the final body) as JSON through `protocol`."""
+    protocol = protocol.upper()
+    if protocol in ("MQTT", "MQTTS"):
+        mqtt_publish(topic=properties.get("topic"), payload=payload)
+    elif protocol in ("HTTP", "HTTPS"):
+        http_send(protocol=protocol, properties=properties, payload=payload)
+    else:
+        raise TransportError(f"Unsupported notify protocol: {protocol}", transient=False)
+
+
+# --- MQTT -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BrokerAddress:
+    host: str
+    port: int
+    tls: bool
+    username: str | None
+    password: str | None
+
+
+def broker_address(url: str) -> BrokerAddress:
+    """Parse MQTT_BROKER_URL (`mqtt://[user:password@]host[:port]`, `mqtts://` for TLS).
+    A bad URL is a configuration error: permanent."""
+    if not url:
+        raise TransportError("MQTT is not configured", transient=False)
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise TransportError(f"Invalid MQTT_BROKER_URL: {exc}", transient=False) from exc
+    if parts.scheme not in ("mqtt", "mqtts") or not parts.hostname:
+        raise TransportError(
+            "Invalid MQTT_BROKER_URL: expected mqtt://host:port or mqtts://host:port",
+            transient=False,
+        )
+    tls = parts.scheme == "mqtts"
+    return BrokerAddress(
+        host=parts.hostname,
+        port=port or (8883 if tls else 1883),
+        tls=tls,
+        username=unquote(parts.username) if parts.username is not None else None,
+        password=unquote(parts.password) if parts.password is not None else None,
+    )
+
+
+def mqtt_publish(*, topic: Any, payload: Any) -> None:
+    """Publish once on the configured broker with MQTT_QOS, not retained, and return when the
+    broker has it (PUBACK/PUBCOMP for QoS >= 1). One short connection per message with a
+    clean session: workers keep no broker state that a restart could lose or duplicate.
+    MQTT_TIMEOUT_SECONDS bounds the whole exchange."""
+    if not isinstance(topic, str) or not topic:
+        raise TransportError("MQTT notify interface has no topic", transient=False)
+    broker = broker_address(settings.MQTT_BROKER_URL)
+    deadline = time.monotonic() + settings.MQTT_TIMEOUT_SECONDS
+    client = _mqtt_client(broker)
+    connected = _MqttConnection(client)
+    try:
+        client.connect(broker.host, broker.port, keepalive=max(10, settings.MQTT_TIMEOUT_SECONDS))
+    except OSError as exc:  # refused, unreachable, timeout, TLS failure
+        raise TransportError(f"MQTT broker {broker.host}:{broker.port}: {exc}",
+                             transient=True) from exc
+    except ValueError as exc:  # an address paho cannot use: configuration
+        raise TransportError(f"Invalid MQTT_BROKER_URL: {exc}", transient=False) from exc
+    client.loop_start()
+    try:
+        connected.wait(deadline, broker)
+        _publish_and_wait(client, topic, payload, deadline)
+    finally:
+        client.disconnect()
+        client.loop_stop()
+
+
+def _mqtt_client(broker: BrokerAddress) -> Client:
+    client = Client(
+        callback_api_version=CallbackAPIVersion.VERSION2,
+        client_id=f"{settings.SYSTEM_NAME}-{uuid4().hex[:8]}",
+        clean_session=True,
+        protocol=MQTTProtocolVersion.MQTTv311,
+    )
+    client.connect_timeout = float(settings.MQTT_TIMEOUT_SECONDS)
+    if broker.tls:
+        client.tls_set()  # the system's default CA store, hostname checked
+    if broker.username is not None:
+        client.username_pw_set(broker.username, broker.password)
+    return client
+
+
+class _MqttConnection:
+    """Waits for the broker's CONNACK, which paho reports on its network thread."""
+
+    def __init__(self, client: Client) -> None:
+        self._done = threading.Event()
+        self._reason: Any = None
+        client.on_connect = self._on_connect
+
+    def _on_connect(self, client: Client, userdata: Any, flags: Any, reason: Any,
+                    properties: Any) -> None:
+        self._reason = reason
+        self._done.set()
+
+    def wait(self, deadline: float, broker: BrokerAddress) -> None:
+        """A refused CONNACK (bad credentials, broker unavailable) is reported as transient:
+        an operator can fix the broker or its credentials and nothing queued is lost."""
+        where = f"MQTT broker {broker.host}:{broker.port}"
+        if not self._done.wait(max(0.0, deadline - time.monotonic())):
+            raise TransportError(f"{where}: no answer to CONNECT in time", transient=True)
+        if self._reason.is_failure:
+            raise TransportError(f"{where} refused the connection: {self._reason}",
+                                 transient=True)
+
+
+def _publish_and_wait(client: Client, topic: str, payload: Any, deadline: float) -> None:
+    try:
+        info: MQTTMessageInfo = client.publish(
+            topic, json.dumps(payload), qos=settings.MQTT_QOS, retain=False
+        )
+    except ValueError as exc:  # wildcards in the topic, topic too long
+        raise TransportError(f"Invalid MQTT topic {topic!r}: {exc}", transient=False) from exc
+    try:
+        info.wait_for_publish(timeout=max(0.0, deadline - time.monotonic()))
+        published = info.is_published()
+    except (RuntimeError, ValueError) as exc:  # connection lost, queue full
+        raise TransportError(f"MQTT publish failed: {exc}", transient=True) from exc
+    if not published:
+        raise TransportError("MQTT publish not acknowledged in time", transient=True)
+
+
+# --- HTTP -----------------------------------------------------------------------------------
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is an answer, not a delivery: following it would turn a POST into a GET
+    without the body (or send the body to another host). It surfaces as a permanent error."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+# No ProxyHandler: the environment's http_proxy must not silently reroute notifications.
+_opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect)
+
+
+def http_url(protocol: str, properties: dict[str, Any]) -> str:
+    """`<protocol>://<address>:<port><path>`, the address bracketed when it is IPv6."""
+    address = str(properties.get("address") or "")
+    port = _port(properties.get("port"))
+    if not address:
+        raise TransportError("HTTP notify interface has no address", transient=False)
+    if ":" in address and not address.startswith("["):
+        address = f"[{address}]"
+    path = str(properties.get("path") or "/")
+    if not path.startswith("/"):
+        path = f"/{path}"
+    return f"{protocol.lower()}://{address}:{port}{path}"
+
+
+def _port(value: Any) -> int:
+    try:
+        port = int(value)
+    except (TypeError, ValueError):
+        port = 0
+    if not 1 <= port <= 65535:
+        raise TransportError(f"HTTP notify interface has no valid port: {value!r}",
+                             transient=False)
+    return port
+
+
+def http_send(*, protocol: str, properties: dict[str, Any], payload: Any) -> None:
+    """Send the body with the subscriber's method; a 2xx answer is a delivery."""
+    request = _http_request(protocol, properties, payload)
+    try:
+        # The answer's status is all that counts; its body is not read (it could be endless).
+        _opener.open(request, timeout=settings.NOTIFY_HTTP_TIMEOUT_SECONDS).close()
+    except urllib.error.HTTPError as exc:
+        exc.close()
+        transient = exc.code >= 500 or exc.code in TRANSIENT_HTTP_STATUSES
+        raise TransportError(f"{request.full_url} answered {exc.code} {exc.reason}",
+                             transient=transient) from exc
+    except InvalidURL as exc:  # e.g. control characters in the path
+        raise TransportError(f"Invalid notify URL {request.full_url!r}: {exc}",
+                             transient=False) from exc
+    except (urllib.error.URLError, HTTPException, OSError) as exc:  # refused, reset, timeout
+        reason = getattr(exc, "reason", exc)
+        raise TransportError(f"{request.full_url}: {reason}", transient=True) from exc
+
+
+def _http_request(protocol: str, properties: dict[str, Any],
+                  payload: Any) -> urllib.request.Request:
+    url = http_url(protocol, properties)
+    method = str(properties.get("method") or "POST").upper()
+    try:
+        return urllib.request.Request(
+            url,
+            data=json.dumps(payload).encode(),
+            method=method,
+            headers={"Content-Type": "application/json", "Accept": "text/plain, application/json"},
+        )
+    except ValueError as exc:  # not a URL urllib can send to
+        raise TransportError(f"Invalid notify URL {url!r}: {exc}", transient=False) from exc

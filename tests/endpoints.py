@@ -1,0 +1,169 @@
+"""Real endpoints for the notification tests, all on loopback: an HTTP sink, an MQTT subscriber
+and throw-away Mosquitto brokers."""
+import json
+import queue
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from django.utils import timezone
+from paho.mqtt.client import Client, MQTTMessage
+from paho.mqtt.enums import CallbackAPIVersion
+
+from notifications.models import NotificationDelivery
+
+WAIT_SECONDS = 10
+BODY = {"results": [{"serviceInstanceId": "P|svc|1.0.0"}], "warnings": []}
+
+
+def make_delivery(protocol: str = "HTTP", properties: dict[str, Any] | None = None,
+                  **fields: Any) -> NotificationDelivery:
+    """A due PENDING delivery written directly (no enqueue), for tests of sending."""
+    now = timezone.now()
+    values: dict[str, Any] = {
+        "subscription_id": uuid.uuid4(), "protocol": protocol, "properties": properties or {},
+        "payload": BODY, "next_attempt_at": now, "created_at": now, "updated_at": now,
+    }
+    return NotificationDelivery.objects.create(**{**values, **fields})
+
+
+def free_port() -> int:
+    """A loopback port that was free a moment ago and has nobody listening on it now."""
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    return port
+
+
+def wait_for(condition: Any, timeout: float = WAIT_SECONDS, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"Timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+# --- HTTP -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ReceivedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]  # names in lower case
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass
+class HttpSink:
+    """A subscriber's HTTP endpoint on 127.0.0.1 that records every request and answers
+    `status` after `delay` seconds (both may be changed while it runs)."""
+
+    status: int = 204
+    delay: float = 0.0
+    bind_port: int = 0  # 0: any free port
+    requests: list[ReceivedRequest] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.bind_port), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
+                                        daemon=True)
+        self._thread.start()
+
+    @property
+    def port(self) -> int:
+        return self._server.server_address[1]
+
+    def properties(self, method: str = "POST", path: str = "/notify") -> dict[str, Any]:
+        return {"address": "127.0.0.1", "port": self.port, "method": method, "path": path}
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        sink = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _record_and_answer(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                headers = {name.lower(): value for name, value in self.headers.items()}
+                sink.requests.append(ReceivedRequest(self.command, self.path, headers, body))
+                time.sleep(sink.delay)
+                self.send_response(sink.status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_POST = do_PUT = do_PATCH = do_GET = _record_and_answer
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        return Handler
+
+
+# --- MQTT -----------------------------------------------------------------------------------
+
+class MqttReceiver:
+    """A subscriber on a fresh topic of the broker at host:port (QoS 2 subscription, so a
+    message arrives with the QoS it was published with). Ready once the SUBACK arrived."""
+
+    def __init__(self, host: str, port: int, topic: str | None = None) -> None:
+        self.topic = topic or f"test/{uuid.uuid4().hex}"
+        self.messages: queue.Queue[MQTTMessage] = queue.Queue()
+        self._subscribed = threading.Event()
+        self._client = Client(callback_api_version=CallbackAPIVersion.VERSION2,
+                              client_id=f"test-receiver-{uuid.uuid4().hex[:8]}")
+        self._client.on_connect = self._on_connect
+        self._client.on_subscribe = lambda *args: self._subscribed.set()
+        self._client.on_message = lambda client, userdata, message: self.messages.put(message)
+        self._client.connect(host, port)
+        self._client.loop_start()
+        if not self._subscribed.wait(WAIT_SECONDS):
+            self.close()
+            raise AssertionError(f"No SUBACK from the MQTT broker at {host}:{port}")
+
+    def _on_connect(self, client: Client, *args: Any) -> None:
+        client.subscribe(self.topic, qos=2)
+
+    def get(self, timeout: float = WAIT_SECONDS) -> MQTTMessage:
+        return self.messages.get(timeout=timeout)
+
+    def close(self) -> None:
+        self._client.disconnect()
+        self._client.loop_stop()
+
+
+@contextmanager
+def mosquitto(port: int) -> Iterator[subprocess.Popen]:
+    """A second, real broker on 127.0.0.1:`port` (Mosquitto's default config listens on
+    loopback only), stopped on exit."""
+    process = subprocess.Popen(["mosquitto", "-p", str(port)], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: _accepts(port) or process.poll() is not None,
+                 what=f"mosquitto on port {port}")
+        assert process.poll() is None, f"mosquitto -p {port} exited with {process.returncode}"
+        yield process
+    finally:
+        process.terminate()
+        process.wait(timeout=WAIT_SECONDS)
+
+
+def _accepts(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True

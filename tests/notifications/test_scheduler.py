@@ -1,0 +1,84 @@
+"""The in-process stand-in for Celery beat (no broker: `make run`)."""
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from django.conf import settings as django_settings
+
+from config.celery import app as celery_app
+from notifications import scheduler
+from notifications.models import NotificationDelivery
+from notifications.scheduler import start_in_process_scheduler, stop_in_process_scheduler
+from tests.endpoints import make_delivery, wait_for
+
+probe_runs: list[str] = []
+
+
+@celery_app.task(name="tests.notifications.scheduler_probe")
+def scheduler_probe(label: str = "probe") -> None:
+    probe_runs.append(label)
+
+
+@celery_app.task(name="tests.notifications.scheduler_failure")
+def scheduler_failure() -> None:
+    raise RuntimeError("a periodic task failed")
+
+
+def every(seconds: float, task: str, **entry) -> dict:
+    return {"task": task, "schedule": seconds, **entry}
+
+
+@pytest.fixture
+def eager(settings) -> Iterator:
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    probe_runs.clear()
+    yield settings
+    stop_in_process_scheduler()
+
+
+class InProcessSchedulerTests:
+    def test_it_runs_beat_entries_repeatedly_until_stopped(self, eager):
+        eager.CELERY_BEAT_SCHEDULE = {
+            "probe": every(0.1, "tests.notifications.scheduler_probe", args=("fast",)),
+            "hourly": every(3600.0, "tests.notifications.scheduler_probe", args=("slow",)),
+        }
+        thread = start_in_process_scheduler()
+        assert isinstance(thread, threading.Thread) and thread.daemon
+        assert start_in_process_scheduler() is thread  # idempotent: still one thread
+        wait_for(lambda: len(probe_runs) >= 3, what="three scheduled runs")
+        stop_in_process_scheduler()
+        assert scheduler.stop_event.is_set() and not thread.is_alive()
+        assert set(probe_runs) == {"fast"}
+        runs = len(probe_runs)
+        time.sleep(0.3)
+        assert len(probe_runs) == runs
+
+    def test_it_keeps_running_when_a_task_fails(self, eager):
+        eager.CELERY_BEAT_SCHEDULE = {
+            "failure": every(0.05, "tests.notifications.scheduler_failure"),
+            "unknown": every(0.05, "tests.notifications.no_such_task"),
+            "probe": every(0.1, "tests.notifications.scheduler_probe"),
+        }
+        start_in_process_scheduler()
+        wait_for(lambda: len(probe_runs) >= 3, what="three scheduled runs")
+
+    def test_it_does_not_start_when_celery_has_a_broker(self, settings):
+        settings.CELERY_TASK_ALWAYS_EAGER = False
+        assert start_in_process_scheduler() is None
+
+
+@pytest.mark.django_db(transaction=True)
+class InProcessSweepTests:
+    def test_it_sends_due_deliveries_without_a_broker(self, eager, http_sink):
+        """Without a broker the sweeper entry of the real beat schedule is the only retry path."""
+        eager.CELERY_BEAT_SCHEDULE = {
+            "sweep-notifications": {**django_settings.CELERY_BEAT_SCHEDULE["sweep-notifications"],
+                                    "schedule": 0.1},
+        }
+        delivery = make_delivery("HTTP", http_sink.properties())
+        start_in_process_scheduler()
+        wait_for(lambda: http_sink.requests, what="the sweeper to send the delivery")
+        stop_in_process_scheduler()
+        delivery.refresh_from_db()
+        assert delivery.status == NotificationDelivery.Status.DELIVERED

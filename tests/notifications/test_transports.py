@@ -1,0 +1,104 @@
+"""The outbound adapters against a real Mosquitto and a real local HTTP server (no database)."""
+import json
+
+import pytest
+
+from notifications.transports import TransportError, broker_address, http_url, send
+from tests.endpoints import BODY, free_port
+
+
+class MqttTransportTests:
+    def test_it_publishes_the_exact_json_with_qos_1_not_retained(self, mqtt_receiver):
+        send("mqtt", {"topic": mqtt_receiver.topic}, BODY)
+        message = mqtt_receiver.get()
+        assert json.loads(message.payload) == BODY
+        assert message.qos == 1
+        assert not message.retain
+
+    def test_it_publishes_with_the_configured_qos(self, settings, mqtt_receiver):
+        settings.MQTT_QOS = 2
+        send("MQTT", {"topic": mqtt_receiver.topic}, BODY)
+        assert mqtt_receiver.get().qos == 2
+
+    def test_it_reports_an_unreachable_broker_as_transient(self, settings):
+        settings.MQTT_BROKER_URL = f"mqtt://127.0.0.1:{free_port()}"
+        with pytest.raises(TransportError) as error:
+            send("MQTT", {"topic": "test/nobody"}, BODY)
+        assert error.value.transient
+
+    def test_it_refuses_permanently_without_a_broker_url(self, settings):
+        settings.MQTT_BROKER_URL = ""
+        with pytest.raises(TransportError, match="MQTT is not configured") as error:
+            send("MQTT", {"topic": "test/nobody"}, BODY)
+        assert not error.value.transient
+
+    def test_it_refuses_a_wildcard_topic_permanently(self, mqtt_broker):
+        with pytest.raises(TransportError, match="Invalid MQTT topic") as error:
+            send("MQTT", {"topic": "test/#"}, BODY)
+        assert not error.value.transient
+
+    def test_it_reads_credentials_and_tls_from_the_broker_url(self):
+        broker = broker_address("mqtts://user%40x:p%3Ass@broker.example:8884")
+        assert (broker.host, broker.port, broker.tls) == ("broker.example", 8884, True)
+        assert (broker.username, broker.password) == ("user@x", "p:ss")
+        assert broker_address("mqtt://127.0.0.1").port == 1883
+        assert broker_address("mqtts://127.0.0.1").port == 8883
+
+
+class HttpTransportTests:
+    def test_it_sends_method_path_headers_and_json_body(self, http_sink):
+        send("http", http_sink.properties(method="put", path="hooks/orchestration"), BODY)
+        [request] = http_sink.requests
+        assert (request.method, request.path) == ("PUT", "/hooks/orchestration")
+        assert request.headers["content-type"] == "application/json"
+        assert request.headers["accept"] == "text/plain, application/json"
+        assert "authorization" not in request.headers
+        assert request.json() == BODY
+
+    @pytest.mark.parametrize("status", [500, 503, 408, 429])
+    def test_it_reports_server_errors_and_throttling_as_transient(self, http_sink, status):
+        http_sink.status = status
+        with pytest.raises(TransportError, match=str(status)) as error:
+            send("HTTP", http_sink.properties(), BODY)
+        assert error.value.transient
+
+    @pytest.mark.parametrize("status", [400, 404, 410, 301])
+    def test_it_reports_refusals_and_redirects_as_permanent(self, http_sink, status):
+        http_sink.status = status
+        with pytest.raises(TransportError, match=str(status)) as error:
+            send("HTTP", http_sink.properties(), BODY)
+        assert not error.value.transient
+        assert len(http_sink.requests) == 1
+
+    def test_it_reports_a_closed_port_as_transient(self):
+        properties = {"address": "127.0.0.1", "port": free_port(), "method": "POST", "path": "/"}
+        with pytest.raises(TransportError) as error:
+            send("HTTP", properties, BODY)
+        assert error.value.transient
+
+    def test_it_reports_a_timeout_as_transient(self, settings, http_sink):
+        settings.NOTIFY_HTTP_TIMEOUT_SECONDS = 0.2
+        http_sink.delay = 1
+        with pytest.raises(TransportError) as error:
+            send("HTTP", http_sink.properties(), BODY)
+        assert error.value.transient
+
+    def test_it_builds_urls_with_bracketed_ipv6_and_a_leading_slash(self):
+        assert http_url("HTTPS", {"address": "::1", "port": 8443, "path": "x/y?z=1"}) == \
+            "https://[::1]:8443/x/y?z=1"
+        assert http_url("HTTP", {"address": "10.0.0.1", "port": "80"}) == "http://10.0.0.1:80/"
+
+    @pytest.mark.parametrize("properties", [
+        {"port": 80, "path": "/"},
+        {"address": "127.0.0.1", "port": "eighty"},
+        {"address": "127.0.0.1", "port": 70000},
+    ])
+    def test_it_refuses_incomplete_interfaces_permanently(self, properties):
+        with pytest.raises(TransportError) as error:
+            send("HTTP", properties, BODY)
+        assert not error.value.transient
+
+    def test_it_refuses_an_unknown_protocol_permanently(self):
+        with pytest.raises(TransportError, match="Unsupported notify protocol: COAP") as error:
+            send("coap", {}, BODY)
+        assert not error.value.transient
