@@ -135,11 +135,23 @@ CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL == "memory://"
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
+CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="serviceorchestration")
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A change burst (bulk edits, imports) is evaluated once this many seconds after it began.
+SUBSCRIPTION_COALESCE_SECONDS = env.float("SUBSCRIPTION_COALESCE_SECONDS", default=1.0)
 INSTANCE_CLEANUP_INTERVAL_SECONDS = env_positive_int("INSTANCE_CLEANUP_INTERVAL_SECONDS", 60)
 CELERY_BEAT_SCHEDULE = {
     "remove-expired-instances": {
         "task": "store.remove_expired_instances",
         "schedule": float(INSTANCE_CLEANUP_INTERVAL_SECONDS),
+    },
+    "remove-expired-subscriptions": {
+        "task": "subscriptions.remove_expired",
+        "schedule": float(INSTANCE_CLEANUP_INTERVAL_SECONDS),
+    },
+    "process-catalog-changes": {  # safety net: changes whose processing was not enqueued
+        "task": "subscriptions.process_changes",
+        "schedule": 15.0,
     },
     "remove-expired-locks-and-tokens": {
         "task": "orchestration.remove_expired_locks_and_tokens",
@@ -202,3 +214,28 @@ LOGGING = {
         "django.request": {"level": "ERROR", "handlers": [], "propagate": False},
     },
 }
+
+# --- Notifications --------------------------------------------------------------------------
+# Push delivery of subscription results (notifications app); see the README.
+MQTT_QOS = env.int("MQTT_QOS", default=1)
+if MQTT_QOS not in (0, 1, 2):
+    raise ImproperlyConfigured(f"MQTT_QOS must be 0, 1 or 2, got {MQTT_QOS}")
+MQTT_TIMEOUT_SECONDS = env_positive_int("MQTT_TIMEOUT_SECONDS", 5)
+NOTIFY_HTTP_TIMEOUT_SECONDS = env_positive_int("NOTIFY_HTTP_TIMEOUT_SECONDS", 10)
+NOTIFICATION_RETRY_BASE_SECONDS = env_positive_int("NOTIFICATION_RETRY_BASE_SECONDS", 2)
+NOTIFICATION_RETRY_MAX_SECONDS = env_positive_int("NOTIFICATION_RETRY_MAX_SECONDS", 300)
+NOTIFICATION_SWEEP_INTERVAL_SECONDS = env_positive_int("NOTIFICATION_SWEEP_INTERVAL_SECONDS", 5)
+NOTIFICATION_SENDING_LEASE_SECONDS = env_positive_int("NOTIFICATION_SENDING_LEASE_SECONDS", 120)
+# A lease shorter than one send would let the sweeper hand a message still in flight to a
+# second worker: a duplicate on every slow send.
+_LONGEST_SEND_SECONDS = max(MQTT_TIMEOUT_SECONDS, NOTIFY_HTTP_TIMEOUT_SECONDS)
+if NOTIFICATION_SENDING_LEASE_SECONDS <= 2 * _LONGEST_SEND_SECONDS:
+    raise ImproperlyConfigured(
+        "NOTIFICATION_SENDING_LEASE_SECONDS must be more than twice the longest send timeout "
+        "(MQTT_TIMEOUT_SECONDS, NOTIFY_HTTP_TIMEOUT_SECONDS)"
+    )
+CELERY_BEAT_SCHEDULE["sweep-notifications"] = {
+    "task": "notifications.sweep",
+    "schedule": float(NOTIFICATION_SWEEP_INTERVAL_SECONDS),
+}
+# --- end of Notifications -------------------------------------------------------------------

@@ -15,6 +15,7 @@ urlpatterns = [
     path("serviceorchestration/monitor/echo", EchoApi.as_view()),
     path("serviceorchestration/orchestration/", include("store.urls")),
     path("serviceorchestration/orchestration/", include("orchestration.urls")),
+    path("serviceorchestration/orchestration/", include("subscriptions.urls")),
     path("serviceorchestration/authorization-token/", include("orchestration.token_urls")),
 ]
 

@@ -61,6 +61,7 @@ class _Run:
     consumer: str
     request: OrchestrationRequest
     now: dt.datetime
+    commit: bool = True  # False: a preview, nothing reserved, no token issued
     warnings: list[str] = field(default_factory=list)
 
     def warn(self, warning: str) -> None:
@@ -68,7 +69,7 @@ class _Run:
             self.warnings.append(warning)
 
 
-def _max_latency(request: OrchestrationRequest) -> int | None:
+def qos_max_latency(request: OrchestrationRequest) -> int | None:
     """The QoS requirement, checked against the configuration (SPEC §5 step 6)."""
     qos = request.qos_requirements
     if not qos:
@@ -140,6 +141,9 @@ def _reserve(candidate: Candidate, run: _Run) -> bool:
         return True
     requested = run.request.exclusivity_duration
     seconds = min(requested, candidate.reservable_seconds)
+    if not run.commit:
+        candidate.exclusive_until = run.now + dt.timedelta(seconds=seconds)
+        return True
     until = reservations.reserve(instance_id=candidate.rule.service_instance_id,
                                  owner=run.consumer, seconds=seconds, now=run.now)
     candidate.exclusive_until = until
@@ -200,6 +204,8 @@ def _grants(candidates: list[Candidate], run: _Run) -> list[tuple[Candidate, Tok
 
 def _tokens(candidates: list[Candidate], run: _Run) -> dict[int, dict]:
     """Authorization tokens by candidate (id()), `{policy: {operation: token}}`."""
+    if not run.commit:
+        return {}
     grants = _grants(candidates, run)
     issued = tokens_issue([grant for _, grant in grants], now=run.now)
     tokens: dict[int, dict] = {}
@@ -228,11 +234,13 @@ def _entry(candidate: Candidate, tokens: dict | None) -> OrchestrationResultEntr
     )
 
 
-def orchestrate(*, consumer: str, request: OrchestrationRequest,
-                now: dt.datetime) -> OrchestrationResult:
-    """The orchestration itself, without bookkeeping; also run for subscriptions."""
-    run = _Run(consumer, request, now)
-    max_latency = _max_latency(request)
+def orchestrate(*, consumer: str, request: OrchestrationRequest, now: dt.datetime,
+                commit: bool = True) -> OrchestrationResult:
+    """The orchestration itself, without bookkeeping; also run for subscriptions. With
+    `commit=False` it is a preview: what the result would be, without reserving instances
+    or issuing tokens (used to tell whether a subscription's result changed)."""
+    run = _Run(consumer, request, now, commit)
+    max_latency = qos_max_latency(request)
     if request.has("ALLOW_TRANSLATION"):
         run.warn(WARN_NO_TRANSLATION)
     if request.has("ALLOW_INTERCLOUD"):
@@ -254,10 +262,17 @@ def orchestration_pull(*, requester: str, request: OrchestrationRequest) -> Orch
     job = OrchestrationJob(type=OrchestrationJob.Type.PULL, requester=requester, target=requester,
                            service_definition=request.requirement.service_definition,
                            created_at=started, started_at=started)
+    return orchestrate_recorded(job, request)
+
+
+def orchestrate_recorded(job: OrchestrationJob, request: OrchestrationRequest,
+                         ) -> OrchestrationResult:
+    """Orchestrate for `job.target` and record the job once it has ended: DONE with the
+    result count, or ERROR for an unexpected failure (a refused request is not recorded)."""
     try:
-        result = orchestrate(consumer=requester, request=request, now=started)
+        result = orchestrate(consumer=job.target, request=request, now=job.started_at)
     except ArrowheadError:
-        raise  # the request's fault: answered as a 4xx, not an orchestration
+        raise
     except Exception as exc:
         _record(job, OrchestrationJob.Status.ERROR, 0, f"{type(exc).__name__}: {exc}")
         raise

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from django.db import transaction
 
 from orchestration.models import OrchestrationLock
+from store.changes import change_record
 
 
 def active_locks(instance_ids: Iterable[str], *, now: dt.datetime) -> dict[str, OrchestrationLock]:
@@ -29,6 +30,11 @@ def reserve(*, instance_id: str, owner: str, seconds: int, now: dt.datetime) -> 
     return lock.expires_at if lock.owner == owner else None
 
 
+@transaction.atomic
 def locks_remove_expired(*, now: dt.datetime) -> int:
-    deleted, _ = OrchestrationLock.objects.filter(expires_at__lte=now).delete()
+    """End expired reservations: the instances may be offered to others again, so their
+    results may change (recorded as a catalog change)."""
+    expired = OrchestrationLock.objects.filter(expires_at__lte=now)
+    change_record(instance_ids=expired.values_list("service_instance_id", flat=True))
+    deleted, _ = expired.delete()
     return deleted

@@ -11,7 +11,8 @@ from config.exceptions import InvalidParameter
 from store.admin_filters import NameInputFilter
 from store.interfaces import InterfaceDraft, interface_validate, metadata_validate
 from store.models import Rule, ServiceInstance, ServiceInterface
-from store.services.instances import instance_remove_expired
+from store.changes import change_record
+from store.services.instances import instance_delete_many, instance_remove_expired
 from store.services.rules import (
     RuleDraft,
     rule_delete_many,
@@ -202,6 +203,13 @@ class ServiceInstanceAdmin(admin.ModelAdmin):
         if not change:
             obj.created_at = obj.updated_at
         super().save_model(request, obj, form, change)
+        change_record(instance_ids=[obj.service_instance_id])
+
+    def delete_model(self, request: HttpRequest, obj: ServiceInstance) -> None:
+        instance_delete_many(instance_ids=[obj.service_instance_id])
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[ServiceInstance]) -> None:
+        instance_delete_many(instance_ids=queryset.values_list("service_instance_id", flat=True))
 
     def save_formset(self, request: HttpRequest, form, formset, change: bool) -> None:
         formset.save(commit=False)  # sorts out deleted_objects

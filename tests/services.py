@@ -1,6 +1,7 @@
 """Checks that the real services the tests talk to are up; a test that needs one which is down
 fails with a message naming it (it never skips)."""
 import socket
+from urllib.parse import urlsplit
 
 import pytest
 from django.conf import settings
@@ -30,3 +31,51 @@ def require_postgres() -> None:
             "`pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`",
             pytrace=False,
         )
+
+
+def require_redis(url: str) -> None:
+    """The Celery broker of the tests (a real Redis)."""
+    from urllib.parse import urlparse
+
+    parsed = urlparse(url)
+    if parsed.scheme != "redis":
+        pytest.fail(f"These tests need a real Celery broker; CELERY_BROKER_URL is {url!r}. "
+                    "Run them with `make test`.", pytrace=False)
+    host, port = parsed.hostname or "127.0.0.1", parsed.port or 6379
+    error = _tcp_reachable(host, port)
+    if error:
+        pytest.fail(f"Redis is not reachable at {host}:{port} ({error}); start it with "
+                    '`redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" '
+                    "--appendonly no`", pytrace=False)
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def mqtt_broker() -> tuple[str, int]:
+    """Host and port of MQTT_BROKER_URL, which must be a loopback address: the tests never
+    reach beyond this machine."""
+    parts = urlsplit(settings.MQTT_BROKER_URL)
+    host, port = parts.hostname or "", parts.port or 1883
+    if parts.scheme != "mqtt" or host not in LOOPBACK:
+        pytest.fail(
+            f"The notification tests need a plain mqtt:// broker on a loopback address, but "
+            f"MQTT_BROKER_URL is {settings.MQTT_BROKER_URL!r}; run them with `make test` or "
+            "set MQTT_BROKER_URL=mqtt://127.0.0.1:1883",
+            pytrace=False,
+        )
+    return host, port
+
+
+def require_mqtt() -> tuple[str, int]:
+    """The broker's host and port, once a TCP connection to it has succeeded."""
+    host, port = mqtt_broker()
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+    except OSError as exc:
+        pytest.fail(
+            f"Mosquitto (MQTT broker) is not reachable at {host}:{port} ({exc}); start it "
+            "with `mosquitto -d -c /etc/mosquitto/mosquitto.conf`",
+            pytrace=False,
+        )
+    return host, port

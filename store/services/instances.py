@@ -13,6 +13,7 @@ from config.conventions.instance_ids import build_instance_id, instance_id
 from config.conventions.timestamps import parse_utc
 from config.conventions.versions import normalize_version, validate_version
 from config.exceptions import InvalidParameter
+from store.changes import change_record
 from store.interfaces import (
     InterfaceDraft,
     ValidInterface,
@@ -134,6 +135,7 @@ def instances_store(instances: Sequence[ValidInstance], *, batch_size: int = 500
     creation time)."""
     now = timezone.now()
     ids = [instance.instance_id for instance in instances]
+    change_record(instance_ids=ids)
     created_at: dict[str, dt.datetime] = {}
     for start in range(0, len(ids), batch_size):
         chunk = ids[start:start + batch_size]
@@ -190,6 +192,7 @@ def instance_update_many(*, drafts: Sequence[InstanceUpdateDraft | None],
             instance.expires_at, instance.metadata, instance.updated_at = expires_at, metadata, now
             rows.append(instance)
         ServiceInstance.objects.bulk_update(rows, ["expires_at", "metadata", "updated_at"])
+        change_record(instance_ids=stored)
         ServiceInterface.objects.filter(instance__in=rows).delete()
         ServiceInterface.objects.bulk_create(
             [row for instance, update in zip(rows, updates)
@@ -197,8 +200,11 @@ def instance_update_many(*, drafts: Sequence[InstanceUpdateDraft | None],
     return _with_interfaces(rows)
 
 
+@transaction.atomic
 def instance_delete_many(*, instance_ids: Iterable[str]) -> int:
-    deleted = ServiceInstance.objects.filter(service_instance_id__in=list(instance_ids)).delete()
+    instances = ServiceInstance.objects.filter(service_instance_id__in=list(instance_ids))
+    change_record(instance_ids=instances.values_list("service_instance_id", flat=True))
+    deleted = instances.delete()
     return deleted[1].get(ServiceInstance._meta.label, 0)
 
 

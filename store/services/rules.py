@@ -12,6 +12,7 @@ from config.conventions import names
 from config.conventions.instance_ids import ServiceInstanceId, parse_instance_id
 from config.conventions.uuids import require_uuid
 from config.exceptions import InvalidParameter
+from store.changes import change_record
 from store.models import MAX_PRIORITY, Rule
 
 # How many rules one duplicate-check query looks at (keeps IN lists short on big imports).
@@ -120,6 +121,7 @@ def rules_store(rules: Sequence[ValidRule], *, requester: str, batch_size: int =
     try:
         with transaction.atomic():
             rules_ensure_not_stored(rules)
+            change_record(consumers=(rule.consumer for rule in rules))
             for start in range(0, len(created), batch_size):
                 Rule.objects.bulk_create(created[start:start + batch_size])
                 if progress:
@@ -187,6 +189,7 @@ def rule_priorities_modify(*, priorities: dict[str, int | None], requester: str)
             # checked row by row, so updating in place would fail on a swap.
             Rule.objects.filter(id__in=changes).delete()
             Rule.objects.bulk_create(modified)
+            change_record(consumers=(rule.consumer for rule in modified))
     except IntegrityError:
         raise InvalidParameter("A conflicting rule was created concurrently; please retry")
     return modified
@@ -202,6 +205,17 @@ def _lock_rule_sets_of(rule_ids: Iterable[uuid.UUID]) -> list[Rule]:
     return list(Rule.objects.select_for_update().filter(rule_sets).order_by("id"))
 
 
+@transaction.atomic
 def rule_delete_many(*, ids: Iterable[uuid.UUID]) -> int:
-    deleted, _ = Rule.objects.filter(id__in=list(ids)).delete()
+    rules = Rule.objects.filter(id__in=list(ids))
+    change_record(consumers=rules.values_list("consumer", flat=True).distinct())
+    deleted, _ = rules.delete()
+    return deleted
+
+
+@transaction.atomic
+def rule_delete_all() -> int:
+    """Remove every rule (import --replace)."""
+    change_record(consumers=Rule.objects.values_list("consumer", flat=True).distinct())
+    deleted, _ = Rule.objects.all().delete()
     return deleted

@@ -10,7 +10,7 @@ from config.exceptions import InvalidParameter
 from store.management.progress import progress_bar
 from store.models import ServiceInstance
 from store.serializers.instances import InstanceCreateSerializer, instance_drafts_from
-from store.services.instances import instance_validate, instances_store
+from store.services.instances import instance_delete_many, instance_validate, instances_store
 
 
 class Command(BaseCommand):
@@ -28,8 +28,8 @@ class Command(BaseCommand):
         total = len(instances)
         with transaction.atomic():
             if options["replace"]:
-                removed = ServiceInstance.objects.all().delete()[1].get(
-                    ServiceInstance._meta.label, 0)
+                removed = instance_delete_many(instance_ids=ServiceInstance.objects.values_list(
+                    "service_instance_id", flat=True))
                 self.stderr.write(f"Removed {removed} existing instance(s).")
             instances_store(instances, progress=progress_bar(self.stderr, "Importing instances", total))
         self.stderr.write(f"\nImported {total} instance(s).")

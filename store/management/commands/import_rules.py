@@ -8,11 +8,11 @@ from config.conventions import names
 from config.errors import first_validation_message
 from config.exceptions import InvalidParameter
 from store.management.progress import progress_bar
-from store.models import Rule
 from store.serializers.rules import RuleCreateSerializer, rule_drafts_from
 from store.services.rules import (
     RuleDraft,
     ValidRule,
+    rule_delete_all,
     rule_validate,
     rules_ensure_distinct,
     rules_store,
@@ -39,7 +39,7 @@ class Command(BaseCommand):
         try:
             with transaction.atomic():
                 if options["replace"]:
-                    removed, _ = Rule.objects.all().delete()
+                    removed = rule_delete_all()
                     self.stderr.write(f"Removed {removed} existing rule(s).")
                 rules_store(rules, requester=requester, progress=progress_bar(self.stderr, "Importing rules", total))
         except InvalidParameter as exc:

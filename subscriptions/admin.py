@@ -1,0 +1,24 @@
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from subscriptions.models import Subscription
+from subscriptions.services import subscription_evaluate
+
+
+@admin.register(Subscription)
+class SubscriptionAdmin(admin.ModelAdmin):
+    list_display = ("id", "owner", "service_definition", "notify_protocol", "expires_at",
+                    "last_pushed_at", "needs_evaluation")
+    list_filter = ("notify_protocol", "needs_evaluation")
+    search_fields = ("id", "owner", "service_definition")
+    readonly_fields = [f.name for f in Subscription._meta.fields]
+    actions = ["push_now"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.action(description="Push the current result now")
+    def push_now(self, request: HttpRequest, queryset: QuerySet[Subscription]) -> None:
+        pushed = sum(subscription_evaluate(subscription_id=s.pk, force=True) for s in queryset)
+        self.message_user(request, f"{pushed} notification(s) queued.", messages.SUCCESS)

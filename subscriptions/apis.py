@@ -1,0 +1,60 @@
+"""Subscribe and unsubscribe (SPEC §5)."""
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.conventions.uuids import parse_uuid
+from config.exceptions import InvalidParameter
+from config.schema import error_responses
+from subscriptions.requests import parse_subscribe_request
+from subscriptions.serializers import SubscribeSerializer
+from subscriptions.services import subscription_delete, subscription_upsert
+
+TAG = ["Orchestration"]
+
+
+def _trigger(request: Request) -> bool:
+    value = request.query_params.get("trigger")
+    if value is None or value.strip().lower() == "false":
+        return False
+    if value.strip().lower() == "true":
+        return True
+    raise InvalidParameter(f"Invalid trigger value: {value} (true or false expected)")
+
+
+class SubscribeApi(APIView):
+    @extend_schema(
+        operation_id="subscribe", tags=TAG, request=SubscribeSerializer,
+        parameters=[OpenApiParameter("trigger", bool, required=False,
+                                     description="Also orchestrate and push now.")],
+        responses={
+            (201, "text/plain"): OpenApiResponse(OpenApiTypes.UUID, description="Created"),
+            (200, "text/plain"): OpenApiResponse(OpenApiTypes.UUID,
+                                                 description="Overwritten (same id)"),
+            **error_responses(403)})
+    def post(self, request: Request) -> HttpResponse:
+        trigger = _trigger(request)
+        serializer = SubscribeSerializer(data={} if request.data is None else request.data)
+        serializer.is_valid(raise_exception=True)
+        subscribe = parse_subscribe_request(serializer.validated_data,
+                                            requester=request.user.name)
+        subscription, created = subscription_upsert(requester=request.user.name,
+                                                    subscribe=subscribe, trigger=trigger)
+        return HttpResponse(str(subscription.id), status=201 if created else 200,
+                            content_type="text/plain; charset=utf-8")
+
+
+class UnsubscribeApi(APIView):
+    @extend_schema(operation_id="unsubscribe", tags=TAG, request=None,
+                   responses={200: OpenApiResponse(description="Removed"),
+                              204: OpenApiResponse(description="No such subscription"),
+                              **error_responses(403)})
+    def delete(self, request: Request, subscription_id: str) -> Response:
+        parsed = parse_uuid(subscription_id)
+        if parsed is None:
+            raise InvalidParameter("Invalid subscription id")
+        removed = subscription_delete(requester=request.user.name, subscription_id=parsed)
+        return Response(status=200 if removed else 204)

@@ -1,0 +1,48 @@
+import uuid
+
+from django.db import models
+
+
+class Subscription(models.Model):
+    """A standing pull: its result is pushed to the notify interface whenever it changes.
+    The same owner and service definition identify one subscription (`identity_key`, unique):
+    subscribing again overwrites it in place and keeps its id."""
+
+    class Protocol(models.TextChoices):
+        HTTP = "HTTP"
+        HTTPS = "HTTPS"
+        MQTT = "MQTT"
+        MQTTS = "MQTTS"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.CharField(max_length=63)
+    target = models.CharField(max_length=63, help_text="The consumer orchestrated for.")
+    service_definition = models.CharField(max_length=63, null=True, blank=True)
+    identity_key = models.CharField(max_length=130, unique=True, editable=False)
+    orchestration_request = models.JSONField(default=dict)
+    notify_protocol = models.CharField(max_length=8, choices=Protocol.choices)
+    notify_properties = models.JSONField(default=dict)
+    duration = models.PositiveIntegerField(null=True, blank=True, help_text="Seconds.")
+    expires_at = models.DateTimeField(null=True, blank=True)
+    # Outbox flag: set in the transaction of a change that may alter the result, cleared in
+    # the transaction that evaluated it (and queued a notification if the result changed).
+    needs_evaluation = models.BooleanField(default=False)
+    last_fingerprint = models.CharField(max_length=64, blank=True, editable=False)
+    last_pushed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(editable=False)
+    updated_at = models.DateTimeField(editable=False)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["target"], name="subscription_target"),
+            models.Index(fields=["expires_at"], name="subscription_expires_at"),
+            models.Index(fields=["needs_evaluation"], name="subscription_needs_evaluation",
+                         condition=models.Q(needs_evaluation=True)),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.owner} {self.service_definition or '*'} → {self.notify_protocol}"
+
+
+def identity_key(owner: str, service_definition: str | None) -> str:
+    return f"{owner}|{service_definition or ''}"

@@ -1,0 +1,88 @@
+"""Validation of a subscribe request (SPEC §5 subscribe, reference-simple §6.2)."""
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+from config.conventions import names
+from config.exceptions import InvalidParameter
+from orchestration.pull import qos_max_latency
+from orchestration.requests import parse_orchestration_request
+from orchestration.types import OrchestrationRequest
+
+HTTP_METHODS = ("POST", "PUT", "PATCH")
+PROTOCOLS = ("HTTP", "HTTPS", "MQTT", "MQTTS")
+
+
+@dataclass(frozen=True)
+class SubscribeRequest:
+    raw_request: dict          # the orchestration request as sent (types checked), re-parsed per push
+    request: OrchestrationRequest
+    protocol: str
+    properties: dict[str, Any]
+    duration: int | None
+
+
+def _properties(raw: dict | None) -> dict[str, Any]:
+    if not raw:
+        raise InvalidParameter("Notify properties are missing")
+    properties = {}
+    for key, value in raw.items():
+        if not key.strip():
+            raise InvalidParameter("Notify properties contains empty key")
+        if value is None or (isinstance(value, str) and not value.strip()):
+            raise InvalidParameter("Notify properties contains empty value")
+        properties[key.strip().lower()] = value.strip() if isinstance(value, str) else value
+    return properties
+
+
+def _require(properties: dict, key: str, message: str) -> Any:
+    if key not in properties:
+        raise InvalidParameter(message)
+    return properties[key]
+
+
+def _http(properties: dict) -> dict:
+    _require(properties, "address", "Notify properties has no address property")
+    port = _require(properties, "port", "Notify properties has no port property")
+    text = str(port).strip() if isinstance(port, (str, int)) and not isinstance(port, bool) else ""
+    if not text.lstrip("-").isdigit():
+        raise InvalidParameter("Notify port is not a number")
+    if not 1 <= int(text) <= 65535:
+        raise InvalidParameter("Notify port is out of the valid range")
+    method = _require(properties, "method", "Notify properties has no method property")
+    if not isinstance(method, str) or method.upper() not in HTTP_METHODS:
+        raise InvalidParameter(f"Unsupported notify HTTP method: {method}")
+    path = _require(properties, "path", "Notify properties has no path property")
+    return {**properties, "port": int(text), "method": method.upper(), "path": str(path)}
+
+
+def _mqtt(properties: dict) -> dict:
+    if not settings.MQTT_BROKER_URL:
+        raise InvalidParameter("MQTT notify protocol required, but MQTT is not enabled")
+    topic = _require(properties, "topic", "Notify properties has no topic member")
+    if not isinstance(topic, str):
+        raise InvalidParameter("Notify topic should be a string")
+    return properties
+
+
+def parse_subscribe_request(data: dict, *, requester: str) -> SubscribeRequest:
+    """`data` is the validated body of SubscribeSerializer."""
+    interface = data.get("notifyInterface") or {}
+    protocol = (interface.get("protocol") or "").strip().upper()
+    if not protocol:
+        raise InvalidParameter("Notify protocol is missing")
+    properties = _properties(interface.get("properties"))
+    duration = data.get("duration")
+    if duration is not None and duration < 1:
+        raise InvalidParameter("Subscription duration must be greater than 0")
+    target = data.get("targetSystemName")
+    if target is not None and target.strip() and names.system_name(target) != requester:
+        raise InvalidParameter("Target system cannot be different than the requester system")
+    raw_request = data.get("orchestrationRequest") or {}
+    request = parse_orchestration_request(raw_request)
+    qos_max_latency(request)
+    if protocol not in PROTOCOLS:
+        raise InvalidParameter(f"Unsupported notify protocol: {protocol}")
+    properties = _http(properties) if protocol.startswith("HTTP") else _mqtt(properties)
+    return SubscribeRequest(raw_request, request, protocol, properties, duration)

@@ -1,0 +1,21 @@
+from rest_framework import serializers
+
+from config.fields import StrictCharField, StrictIntegerField
+from orchestration.serializers import OrchestrationRequestSerializer
+
+
+class NotifyInterfaceSerializer(serializers.Serializer):
+    protocol = StrictCharField(required=False, allow_null=True,
+                               help_text="HTTP, HTTPS, MQTT or MQTTS (any case).")
+    properties = serializers.DictField(
+        child=serializers.JSONField(allow_null=True), required=False, allow_null=True,
+        help_text="MQTT: topic. HTTP: address, port, method (POST/PUT/PATCH), path.")
+
+
+class SubscribeSerializer(serializers.Serializer):
+    orchestrationRequest = OrchestrationRequestSerializer(required=False, allow_null=True)
+    notifyInterface = NotifyInterfaceSerializer(required=False, allow_null=True)
+    duration = StrictIntegerField(required=False, allow_null=True,
+                                  help_text="Seconds; absent: until unsubscribed.")
+    targetSystemName = StrictCharField(required=False, allow_null=True,
+                                       help_text="When given, must be the requester.")

@@ -1,0 +1,202 @@
+"""Subscriptions (SPEC §5): subscribe (upsert), unsubscribe, expiry, and pushing the result of
+a subscription when it changed.
+
+A change that may alter results writes a `CatalogChange` row (store) in its own transaction;
+`changes_process()` turns those rows into `needs_evaluation` flags on the affected
+subscriptions, and `subscription_evaluate()` re-runs a subscription's orchestration: when the
+result differs from the last one pushed, it queues a notification (an outbox row of the
+notifications app) in the same transaction that records the new result.
+"""
+import datetime as dt
+import hashlib
+import json
+import logging
+import uuid
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from rest_framework.utils.encoders import JSONEncoder
+
+from config.exceptions import Forbidden
+from notifications.services import deliveries_cancel, delivery_create
+from orchestration.models import OrchestrationJob
+from orchestration.pull import orchestrate, orchestrate_recorded
+from orchestration.requests import parse_orchestration_request
+from orchestration.serializers import OrchestrationResponseSerializer
+from orchestration.types import OrchestrationResult
+from store.models import CatalogChange, Rule
+from subscriptions.models import Subscription, identity_key
+from subscriptions.requests import SubscribeRequest
+
+logger = logging.getLogger(__name__)
+
+# How many outbox rows one processing round takes (the rest wait for the next round).
+CHANGE_BATCH = 500
+
+
+def _expiry(duration: int | None, now: dt.datetime) -> dt.datetime | None:
+    return now + dt.timedelta(seconds=duration) if duration else None
+
+
+def _apply(subscription: Subscription, subscribe: SubscribeRequest, now: dt.datetime) -> None:
+    if (subscription.notify_protocol, subscription.notify_properties) != (
+            subscribe.protocol, subscribe.properties) and not subscription._state.adding:
+        deliveries_cancel(subscription_id=subscription.id,
+                          reason="The subscription's notify interface changed")
+    subscription.orchestration_request = json.loads(json.dumps(subscribe.raw_request,
+                                                               cls=JSONEncoder))
+    subscription.notify_protocol = subscribe.protocol
+    subscription.notify_properties = subscribe.properties
+    subscription.duration = subscribe.duration
+    subscription.expires_at = _expiry(subscribe.duration, now)
+    subscription.last_fingerprint = ""  # a new request: the next result is news
+    subscription.updated_at = now
+
+
+def subscription_upsert(*, requester: str, subscribe: SubscribeRequest,
+                        trigger: bool) -> tuple[Subscription, bool]:
+    """Create the subscription, or overwrite the requester's subscription for the same
+    service definition in place (same id). Returns (subscription, created). With `trigger`,
+    the result is pushed now."""
+    service_definition = subscribe.request.requirement.service_definition
+    key = identity_key(requester, service_definition)
+    now = timezone.now()
+    for attempt in range(2):
+        try:
+            with transaction.atomic():
+                subscription = Subscription.objects.select_for_update().filter(
+                    identity_key=key).first()
+                created = subscription is None
+                if created:
+                    subscription = Subscription(owner=requester, target=requester,
+                                                service_definition=service_definition,
+                                                identity_key=key, created_at=now)
+                _apply(subscription, subscribe, now)
+                subscription.save(force_insert=created)
+                if trigger:
+                    _push(subscription, now=now)
+            return subscription, created
+        except IntegrityError:
+            if attempt:  # a concurrent subscribe created it: the second round overwrites it
+                raise
+    raise AssertionError("unreachable")
+
+
+def subscription_delete(*, requester: str, subscription_id: uuid.UUID) -> bool:
+    """Remove the requester's subscription. False when there is none; Forbidden when it is
+    another system's."""
+    with transaction.atomic():
+        subscription = Subscription.objects.select_for_update().filter(
+            id=subscription_id).first()
+        if subscription is None:
+            return False
+        if subscription.owner != requester:
+            raise Forbidden(f"{requester} is not the subscription owner")
+        deliveries_cancel(subscription_id=subscription.id, reason="Unsubscribed")
+        subscription.delete()
+    return True
+
+
+def subscriptions_remove_expired(*, now: dt.datetime | None = None) -> int:
+    now = now or timezone.now()
+    with transaction.atomic():
+        expired = list(Subscription.objects.select_for_update().filter(expires_at__lte=now))
+        for subscription in expired:
+            deliveries_cancel(subscription_id=subscription.id, reason="Subscription expired")
+        Subscription.objects.filter(pk__in=[s.pk for s in expired]).delete()
+    return len(expired)
+
+
+def fingerprint(result: OrchestrationResult) -> str:
+    """What makes two results the same for the subscriber: the results and warnings without
+    the parts that differ at every run (token values, reservation end)."""
+    data = OrchestrationResponseSerializer(result).data
+    for entry in data["results"]:
+        tokens = entry.pop("authorizationTokens", None)
+        if tokens:
+            entry["tokenScopes"] = {policy: sorted(scopes) for policy, scopes in tokens.items()}
+        entry["exclusive"] = entry.pop("exclusiveUntil", None) is not None
+    text = json.dumps(data, cls=JSONEncoder, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _message(subscription: Subscription, result: OrchestrationResult) -> dict:
+    response = json.loads(json.dumps(OrchestrationResponseSerializer(result).data,
+                                     cls=JSONEncoder))
+    if subscription.notify_protocol.startswith("MQTT"):
+        return {"receiver": subscription.target, "sender": settings.SYSTEM_NAME,
+                "payload": response}
+    return response
+
+
+def _push(subscription: Subscription, *, now: dt.datetime) -> None:
+    """Orchestrate for real (reservations, tokens), record the PUSH job, queue the
+    notification and remember what was pushed. Runs inside the caller's transaction."""
+    request = parse_orchestration_request(subscription.orchestration_request)
+    job = OrchestrationJob(type=OrchestrationJob.Type.PUSH, requester=subscription.owner,
+                           target=subscription.target,
+                           service_definition=subscription.service_definition,
+                           subscription_id=subscription.id, created_at=now, started_at=now)
+    result = orchestrate_recorded(job, request)
+    delivery_create(subscription_id=subscription.id, protocol=subscription.notify_protocol,
+                    properties=subscription.notify_properties,
+                    payload=_message(subscription, result), expires_at=subscription.expires_at)
+    subscription.last_fingerprint = fingerprint(result)
+    subscription.last_pushed_at = now
+    subscription.needs_evaluation = False
+    subscription.save(update_fields=["last_fingerprint", "last_pushed_at", "needs_evaluation"])
+
+
+def subscription_evaluate(*, subscription_id: uuid.UUID, force: bool = False) -> bool:
+    """Re-run the subscription's orchestration as a preview; push when the result differs
+    from the last pushed one (or when forced). Returns whether a push was queued. Expired or
+    removed subscriptions are never notified."""
+    now = timezone.now()
+    with transaction.atomic():
+        subscription = Subscription.objects.select_for_update().filter(
+            id=subscription_id).first()
+        if subscription is None:
+            return False
+        if subscription.expires_at is not None and subscription.expires_at <= now:
+            return False
+        request = parse_orchestration_request(subscription.orchestration_request)
+        preview = orchestrate(consumer=subscription.target, request=request, now=now,
+                              commit=False)
+        if not force and fingerprint(preview) == subscription.last_fingerprint:
+            if subscription.needs_evaluation:
+                subscription.needs_evaluation = False
+                subscription.save(update_fields=["needs_evaluation"])
+            return False
+        _push(subscription, now=now)
+    return True
+
+
+def changes_process() -> int:
+    """Turn pending catalog changes into `needs_evaluation` flags (one transaction), then
+    evaluate every flagged subscription once. Returns how many pushes were queued."""
+    with transaction.atomic():
+        changes = list(CatalogChange.objects.select_for_update(skip_locked=True)
+                       .order_by("id")[:CHANGE_BATCH])
+        consumers = {c for change in changes for c in change.consumers}
+        instance_ids = {i for change in changes for i in change.instance_ids}
+        if instance_ids:
+            consumers.update(Rule.objects.filter(service_instance_id__in=instance_ids)
+                             .values_list("consumer", flat=True).distinct())
+        if consumers:
+            Subscription.objects.filter(target__in=consumers).update(needs_evaluation=True)
+        CatalogChange.objects.filter(pk__in=[change.pk for change in changes]).delete()
+    return subscriptions_evaluate_flagged()
+
+
+def subscriptions_evaluate_flagged() -> int:
+    pushed = 0
+    for subscription_id in Subscription.objects.filter(needs_evaluation=True).values_list(
+            "id", flat=True):
+        try:
+            pushed += subscription_evaluate(subscription_id=subscription_id)
+        except Exception:
+            # One broken subscription must not stop the others; it stays flagged for the next
+            # round (the error is in the log and in the job history).
+            logger.exception("Evaluating subscription %s failed", subscription_id)
+    return pushed

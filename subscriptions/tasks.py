@@ -1,0 +1,32 @@
+from celery import shared_task
+
+
+@shared_task(name="subscriptions.process_changes", acks_late=True)
+def process_changes_task() -> int:
+    """Evaluate the subscriptions that catalog or rule changes may have affected (enqueued
+    after each change commits, and by beat as a safety net). Idempotent."""
+    from subscriptions.services import changes_process
+
+    return changes_process()
+
+
+@shared_task(name="subscriptions.remove_expired")
+def remove_expired_subscriptions_task() -> int:
+    from subscriptions.services import subscriptions_remove_expired
+
+    return subscriptions_remove_expired()
+
+
+def enqueue_change_processing() -> None:
+    """Listener of store.changes: process soon, after a short delay so that a burst of
+    changes is evaluated once. A broker that is down loses nothing: the changes stay in the
+    outbox and beat processes them."""
+    import logging
+
+    from django.conf import settings
+
+    try:
+        process_changes_task.apply_async(countdown=settings.SUBSCRIPTION_COALESCE_SECONDS)
+    except Exception:
+        logging.getLogger(__name__).warning(
+            "Could not enqueue change processing; beat will pick the changes up", exc_info=True)

@@ -1,0 +1,121 @@
+"""Automatic pushes when a subscription's result may have changed (SPEC §5), run in-process:
+the services and tasks are called directly; the real-worker tests are in
+test_push_with_worker.py."""
+import datetime as dt
+
+import pytest
+from django.utils import timezone
+
+from notifications.models import NotificationDelivery
+from orchestration.models import OrchestrationLock
+from orchestration.reservations import locks_remove_expired
+from store.models import CatalogChange, Rule, ServiceInstance
+from store.services.instances import instance_remove_expired
+from store.services.rules import rule_delete_many, rule_priorities_modify
+from subscriptions.models import Subscription
+from subscriptions.services import changes_process, subscriptions_remove_expired
+from tests.store.helpers import instance_body, make_instances, make_rules
+from tests.subscriptions.helpers import mqtt_notify, subscribe, subscription_body
+
+pytestmark = pytest.mark.django_db
+
+A, B = "ProviderA|temperatureInfo|1.0.0", "ProviderB|temperatureInfo|1.0.0"
+
+
+@pytest.fixture
+def subscription(api):
+    make_instances(instance_body("ProviderA", metadata={"v": 1}), instance_body("ProviderB"))
+    make_rules(("TemperatureConsumer", A, 1))
+    subscribe(api, subscription_body(notify=mqtt_notify("t/auto")), query="?trigger=true")
+    CatalogChange.objects.all().delete()  # the setup's own changes
+    return Subscription.objects.get()
+
+
+def pushed_results() -> list[list[str]]:
+    """Instance ids of every queued notification, oldest first."""
+    return [[r["serviceInstanceId"] for r in d.payload["payload"]["results"]]
+            for d in NotificationDelivery.objects.order_by("created_at")]
+
+
+class AutomaticPushTests:
+    def test_it_pushes_after_a_rule_of_the_consumer_is_created(self, subscription):
+        make_rules(("TemperatureConsumer", B, 2))
+        assert changes_process() == 1
+        assert pushed_results() == [[A], [A, B]]
+        assert not Subscription.objects.get().needs_evaluation
+        assert not CatalogChange.objects.exists()
+
+    def test_it_pushes_after_priorities_change_and_rules_go(self, subscription):
+        rule_b = make_rules(("TemperatureConsumer", B, 2))[0]
+        changes_process()
+        rule_a = Rule.objects.get(service_instance_id=A)
+        rule_priorities_modify(priorities={str(rule_a.id): 3}, requester="Sysop")
+        changes_process()
+        rule_delete_many(ids=[rule_b.id])
+        changes_process()
+        assert pushed_results() == [[A], [A, B], [B, A], [A]]
+
+    def test_it_does_not_push_when_the_result_is_unchanged(self, subscription):
+        make_rules(("OtherConsumer", B, 1), ("TemperatureConsumer", "X|pressureInfo|1.0.0", 1))
+        make_instances(instance_body("ProviderA", metadata={"v": 1}))  # replaced, identical
+        assert changes_process() == 0
+        assert pushed_results() == [[A]]
+
+    def test_it_pushes_after_an_instance_in_the_result_changes(self, subscription):
+        make_instances(instance_body("ProviderA", metadata={"v": 2}))
+        assert changes_process() == 1
+        assert NotificationDelivery.objects.order_by("created_at").last().payload[
+            "payload"]["results"][0]["metadata"] == {"v": 2}
+
+    def test_it_pushes_after_an_instance_behind_a_rule_expires(self, subscription):
+        ServiceInstance.objects.filter(service_instance_id=A).update(
+            expires_at=timezone.now() - dt.timedelta(seconds=1))
+        assert instance_remove_expired() == 1
+        changes_process()
+        # The rule stays, its instance is unknown now: the result loses the catalog data.
+        last = NotificationDelivery.objects.order_by("created_at").last()
+        assert set(last.payload["payload"]["results"][0]) == {
+            "serviceInstanceId", "cloudIdentitifer", "providerName", "serviceDefinitition",
+            "version"}
+
+    def test_it_pushes_when_a_reservation_of_another_consumer_ends(self, subscription):
+        OrchestrationLock.objects.create(service_instance_id=B, owner="Someone",
+                                         created_at=timezone.now(),
+                                         expires_at=timezone.now() + dt.timedelta(minutes=1))
+        make_rules(("TemperatureConsumer", B, 2))
+        changes_process()
+        assert pushed_results()[-1] == [A]  # B is reserved by someone else
+        OrchestrationLock.objects.update(expires_at=timezone.now() - dt.timedelta(seconds=1))
+        assert locks_remove_expired(now=timezone.now()) == 1
+        assert changes_process() == 1
+        assert pushed_results()[-1] == [A, B]
+
+    def test_it_coalesces_a_burst_of_changes_into_one_push(self, subscription):
+        for priority in range(2, 12):
+            make_rules(("TemperatureConsumer", f"P{priority}|temperatureInfo|1.0.0", priority))
+        assert CatalogChange.objects.count() == 10
+        assert changes_process() == 1
+        assert len(pushed_results()[-1]) == 11
+
+    def test_it_keeps_only_the_newest_pending_notification(self, subscription):
+        make_rules(("TemperatureConsumer", B, 2))
+        changes_process()
+        statuses = list(NotificationDelivery.objects.order_by("created_at")
+                        .values_list("status", flat=True))
+        assert statuses == ["CANCELLED", "PENDING"]
+
+    def test_it_never_evaluates_an_expired_subscription(self, subscription):
+        Subscription.objects.update(expires_at=timezone.now() - dt.timedelta(seconds=1))
+        make_rules(("TemperatureConsumer", B, 2))
+        assert changes_process() == 0
+        assert subscriptions_remove_expired() == 1
+        assert not Subscription.objects.exists()
+        assert set(NotificationDelivery.objects.values_list("status", flat=True)) == {"CANCELLED"}
+
+    def test_it_keeps_a_failing_subscription_flagged_and_goes_on(self, subscription, api):
+        subscribe(api, subscription_body(notify=mqtt_notify("t/other")), consumer="Second")
+        make_rules(("Second", B, 1), ("TemperatureConsumer", B, 2))
+        Subscription.objects.filter(owner="TemperatureConsumer").update(
+            orchestration_request={"orchestrationFlags": {"BROKEN": True}})
+        assert changes_process() == 1
+        assert Subscription.objects.get(owner="TemperatureConsumer").needs_evaluation

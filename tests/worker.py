@@ -1,0 +1,81 @@
+"""A real Celery worker for the integration tests: a separate process consuming a queue of its
+own on the real Redis and working on the test database."""
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from config.celery import app as celery_app
+from tests import services
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _database_url() -> str:
+    db = connection.settings_dict
+    credentials = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
+    return (f"postgres://{credentials}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/"
+            f"{db['NAME']}")
+
+
+def _wait_until_ready(process: subprocess.Popen, log_path: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"The Celery worker exited with {process.returncode}:\n"
+                        f"{log_path.read_text()[-3000:]}", pytrace=False)
+        if " ready." in log_path.read_text():
+            return
+        time.sleep(0.2)
+    pytest.fail(f"The Celery worker did not start within {timeout} s:\n"
+                f"{log_path.read_text()[-3000:]}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def celery_worker(django_db_setup, django_db_blocker, tmp_path_factory):
+    """Start one worker for the session; tests using it must be `transaction=True` so that
+    the worker sees their data."""
+    services.require_redis(settings.CELERY_BROKER_URL)
+    queue = f"so-test-{uuid.uuid4().hex[:8]}"
+    log_path = tmp_path_factory.mktemp("worker") / "worker.log"
+    with django_db_blocker.unblock():
+        env = {**os.environ, "DATABASE_URL": _database_url(), "CELERY_TASK_DEFAULT_QUEUE": queue,
+               "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+               "MQTT_BROKER_URL": settings.MQTT_BROKER_URL, "CONN_MAX_AGE": "0",
+               "SUBSCRIPTION_COALESCE_SECONDS": "0.5", "NOTIFICATION_RETRY_BASE_SECONDS": "1"}
+    log = log_path.open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "--app", "config", "worker", "--pool", "threads",
+         "--concurrency", "4", "--queues", queue, "--loglevel", "INFO", "--without-gossip",
+         "--without-mingle", "--without-heartbeat"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        _wait_until_ready(process, log_path)
+        previous = celery_app.conf.task_default_queue
+        celery_app.conf.task_default_queue = queue
+        yield log_path
+        celery_app.conf.task_default_queue = previous
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+        _forget_queue(queue)
+
+
+def _forget_queue(queue: str) -> None:
+    """Leave nothing of this session in the shared Redis (tasks the worker had not run yet,
+    e.g. retries waiting for their countdown)."""
+    import redis
+
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
+    client.close()
