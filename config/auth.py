@@ -14,6 +14,8 @@ from rest_framework.request import Request
 from config.conventions import names
 from config.conventions.versions import java_split
 from config.exceptions import AuthError, Forbidden
+from config.tls_worker import CLIENT_CERT_ENVIRON_KEY
+from identity.certificates import certificate_identity, server_cloud
 from identity.models import User
 from identity.selectors import identity_token_owner, system_identity
 
@@ -80,7 +82,21 @@ def _token(request: Request) -> Requester:
                      _identity=identity)
 
 
-_POLICIES = {"declared": _declared, "token": _token}
+def _certificate(request: Request) -> Requester:
+    """The TLS client certificate, verified by the server (config.tls_worker), identifies the
+    system; headers are not looked at."""
+    url = request.build_absolute_uri(request.path).rstrip("/")
+    identity = certificate_identity(request.META.get(CLIENT_CERT_ENVIRON_KEY))
+    if identity is None or not identity.system_name:
+        raise AuthError(f"Unauthenticated access attempt: {url}")
+    if identity.profile not in ("SYSTEM", "OPERATOR"):
+        raise Forbidden(f"Unauthorized access: {url}, invalid certificate type: {identity.profile}")
+    if identity.cloud != server_cloud(settings.TLS_CERT_FILE):
+        raise Forbidden(f"Unauthorized access: {url}, from foreign cloud")
+    return Requester(name=identity.system_name, is_operator=identity.profile == "OPERATOR")
+
+
+_POLICIES = {"declared": _declared, "token": _token, "certificate": _certificate}
 
 
 class ArrowheadAuthentication(BaseAuthentication):

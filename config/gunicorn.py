@@ -11,6 +11,17 @@ bind = [f"{settings.HOST}:{settings.PORT}"]
 workers = settings.WEB_CONCURRENCY
 accesslog = "-"
 
+if settings.TLS_CERT_FILE:  # generic_https
+    import ssl
+
+    certfile, keyfile = settings.TLS_CERT_FILE, settings.TLS_KEY_FILE
+    worker_class = "config.tls_worker.ClientCertificateWorker"
+    if settings.TLS_CA_FILE:
+        # Ask for a client certificate and verify it against the CA; a client without one
+        # still gets an HTTP answer (echo, or 401 under the certificate policy).
+        ca_certs = settings.TLS_CA_FILE
+        cert_reqs = ssl.CERT_OPTIONAL
+
 
 def post_worker_init(worker) -> None:
     """Without a Celery broker (`make run` defaults) nothing else runs the periodic tasks

@@ -110,11 +110,26 @@ WEB_CONCURRENCY = env_positive_int("WEB_CONCURRENCY", 2)
 
 AUTHENTICATION_POLICIES = ("declared", "token", "outsourced", "certificate")
 AUTHENTICATION_POLICY = env_choice("AUTHENTICATION_POLICY", "declared", AUTHENTICATION_POLICIES)
-if AUTHENTICATION_POLICY in ("outsourced", "certificate"):
-    raise ImproperlyConfigured(
-        f"AUTHENTICATION_POLICY={AUTHENTICATION_POLICY} is not available in this version; "
-        "use declared or token"
-    )
+# outsourced: identity tokens are verified by an Arrowhead Authentication system, which this
+# service logs into as SYSTEM_NAME with AUTHENTICATION_PASSWORD.
+AUTHENTICATION_SERVICE_URL = env.str("AUTHENTICATION_SERVICE_URL", default="").rstrip("/")
+AUTHENTICATION_PASSWORD = env.str("AUTHENTICATION_PASSWORD", default="")
+AUTHENTICATION_CACHE_SECONDS = env.int("AUTHENTICATION_CACHE_SECONDS", default=30)
+AUTHENTICATION_TIMEOUT_SECONDS = env.float("AUTHENTICATION_TIMEOUT_SECONDS", default=5.0)
+if AUTHENTICATION_POLICY == "outsourced" and not (AUTHENTICATION_SERVICE_URL
+                                                  and AUTHENTICATION_PASSWORD):
+    raise ImproperlyConfigured("AUTHENTICATION_POLICY=outsourced needs AUTHENTICATION_SERVICE_URL "
+                               "and AUTHENTICATION_PASSWORD")
+# generic_https: gunicorn serves TLS with these; TLS_CA_FILE also asks clients for certificates
+# (the certificate policy identifies systems by them).
+TLS_CERT_FILE = env.str("TLS_CERT_FILE", default="")
+TLS_KEY_FILE = env.str("TLS_KEY_FILE", default="")
+TLS_CA_FILE = env.str("TLS_CA_FILE", default="")
+if bool(TLS_CERT_FILE) != bool(TLS_KEY_FILE):
+    raise ImproperlyConfigured("TLS_CERT_FILE and TLS_KEY_FILE go together")
+if AUTHENTICATION_POLICY == "certificate" and not (TLS_CERT_FILE and TLS_CA_FILE):
+    raise ImproperlyConfigured("AUTHENTICATION_POLICY=certificate needs TLS_CERT_FILE, "
+                               "TLS_KEY_FILE and TLS_CA_FILE (clients present certificates)")
 MANAGEMENT_POLICIES = ("sysop-only", "whitelist", "permission")
 MANAGEMENT_POLICY = env_choice("MANAGEMENT_POLICY", "permission", MANAGEMENT_POLICIES)
 MANAGEMENT_WHITELIST = env.list("MANAGEMENT_WHITELIST", default=[])

@@ -1,0 +1,50 @@
+"""Arrowhead certificate identities (reference-simple §2.2): the subject CN is
+`<system>.<cloud>.<organization>.<x>.<y>` (e.g. `ConsumerA.TestCloud.Company.arrowhead.eu`) and
+the DN qualifier (OID 2.5.4.46) holds the profile code."""
+import ssl
+from dataclasses import dataclass
+from functools import lru_cache
+
+from config.conventions import names
+
+PROFILES = {"ma": "MASTER", "ga": "GATE", "or": "ORGANIZATION", "lo": "LOCAL_CLOUD",
+            "on": "ON_BOARDING", "de": "DEVICE", "sy": "SYSTEM", "op": "OPERATOR"}
+ARROWHEAD_DOMAIN = "arrowhead.eu"
+
+
+@dataclass(frozen=True)
+class CertificateIdentity:
+    system_name: str      # first CN label, normalized
+    cloud: str            # `<Cloud>|<Organization>`, normalized
+    profile: str          # SYSTEM, OPERATOR, DEVICE, …
+
+
+def _subject(certificate: dict) -> dict[str, str]:
+    """The subject attributes of a certificate as Python's ssl module decodes it."""
+    return {key: value for rdn in certificate.get("subject", ()) for key, value in rdn}
+
+
+def cloud_of(cloud: str, organization: str) -> str:
+    return f"{names.normalize_system_name(cloud)}|{names.normalize_system_name(organization)}"
+
+
+def certificate_identity(certificate: dict | None) -> CertificateIdentity | None:
+    """The identity of a decoded, verified certificate; None when it is not an Arrowhead
+    certificate (CN not of five labels, or no known profile)."""
+    if not certificate:
+        return None
+    subject = _subject(certificate)
+    labels = subject.get("commonName", "").split(".")
+    profile = PROFILES.get(subject.get("dnQualifier", "").strip().lower())
+    if len(labels) != 5 or not all(labels) or profile is None:
+        return None
+    return CertificateIdentity(names.normalize_system_name(labels[0]) or "",
+                               cloud_of(labels[1], labels[2]), profile)
+
+
+@lru_cache(maxsize=4)
+def server_cloud(certificate_file: str) -> str | None:
+    """The cloud of this service's own certificate (TLS_CERT_FILE)."""
+    decoded = ssl._ssl._test_decode_cert(certificate_file)  # noqa: SLF001 (stdlib PEM decoder)
+    identity = certificate_identity(decoded)
+    return identity.cloud if identity else None

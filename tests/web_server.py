@@ -1,0 +1,52 @@
+"""The real production server (gunicorn, `config.gunicorn`) in a subprocess on loopback,
+working on the test database, for tests that need real TLS handshakes."""
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests.endpoints import free_port
+from tests.worker import ROOT, _database_url
+
+
+@contextmanager
+def gunicorn(env: dict[str, str], log_path: Path) -> Iterator[int]:
+    """Serve the service with `env` on a free loopback port; yields the port."""
+    port = free_port()
+    environment = {**os.environ, "DATABASE_URL": _database_url(), "HOST": "127.0.0.1",
+                   "PORT": str(port), "WEB_CONCURRENCY": "1", "SERVE_STATIC": "false", **env}
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "--config", "python:config.gunicorn",
+             "config.wsgi"], cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            _wait_until_listening(process, port, log_path)
+            yield port
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def _wait_until_listening(process: subprocess.Popen, port: int, log_path: Path) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"gunicorn exited with {process.returncode}:\n"
+                        f"{log_path.read_text()[-3000:]}", pytrace=False)
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            if "Booting worker" in log_path.read_text():
+                return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    pytest.fail(f"gunicorn did not start:\n{log_path.read_text()[-3000:]}", pytrace=False)
