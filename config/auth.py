@@ -4,6 +4,7 @@ Every API view gets `request.user`, a `Requester` carrying the normalized system
 operator flag. Views that need no identity (echo, schema, docs) opt out explicitly with
 `authentication_classes = []` and `permission_classes = [AllowAny]`.
 """
+import logging
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -13,11 +14,14 @@ from rest_framework.request import Request
 
 from config.conventions import names
 from config.conventions.versions import java_split
-from config.exceptions import AuthError, Forbidden
+from config.exceptions import AuthError, ExternalServerError, Forbidden
 from config.tls_worker import CLIENT_CERT_ENVIRON_KEY
 from identity.certificates import certificate_identity, server_cloud
 from identity.models import User
+from identity.outsourced import AuthenticationUnavailable, identity_token_verify_remote
 from identity.selectors import identity_token_owner, system_identity
+
+logger = logging.getLogger("serviceorchestration.auth")
 
 OPERATOR_NAME = "Sysop"
 NO_HEADER = "No authorization header has been provided"
@@ -96,7 +100,26 @@ def _certificate(request: Request) -> Requester:
     return Requester(name=identity.system_name, is_operator=identity.profile == "OPERATOR")
 
 
-_POLICIES = {"declared": _declared, "token": _token, "certificate": _certificate}
+def _outsourced(request: Request) -> Requester:
+    """The Authentication system vouches for the identity token (reference-dynamic §13).
+    When it cannot be asked, a view may declare `identity_unavailable_status = 503` to say so
+    (pull: the consumer should retry); elsewhere the caller is just not identified."""
+    try:
+        verified = identity_token_verify_remote(_bearer_credentials(request, "IDENTITY-TOKEN"))
+    except AuthenticationUnavailable as error:
+        logger.warning("Authentication system is not available: %s", error)
+        view = (getattr(request, "parser_context", None) or {}).get("view")
+        if getattr(view, "identity_unavailable_status", None) == 503:
+            message = f"Authentication system is not available: {error}"
+            raise ExternalServerError(message) from error
+        raise AuthError(INVALID_HEADER) from error
+    if verified is None:
+        raise AuthError(INVALID_HEADER)
+    return Requester(name=verified.name, is_operator=verified.is_operator)
+
+
+_POLICIES = {"declared": _declared, "token": _token, "certificate": _certificate,
+             "outsourced": _outsourced}
 
 
 class ArrowheadAuthentication(BaseAuthentication):

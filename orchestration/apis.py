@@ -30,6 +30,8 @@ def request_from_body(data) -> OrchestrationRequest:
 
 
 class OrchestrationPullApi(APIView):
+    identity_unavailable_status = 503  # SPEC §2: outsourced identity unverifiable
+
     @extend_schema(operation_id="pull", tags=["Orchestration"],
                    request=OrchestrationRequestSerializer, examples=[PULL_EXAMPLE],
                    responses={200: OrchestrationResponseSerializer, **error_responses(503)})
