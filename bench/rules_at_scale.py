@@ -29,7 +29,12 @@ from django.db import connection  # noqa: E402
 
 from config.conventions.pagination import parse_pagination  # noqa: E402
 from store.models import Rule  # noqa: E402
-from store.selectors.rules import DEFAULT_SORT_FIELD, SORT_COLUMNS, rule_filters_parse, rule_list  # noqa: E402
+from store.selectors.rules import (  # noqa: E402
+    DEFAULT_SORT_FIELD,
+    SORT_COLUMNS,
+    rule_filters_parse,
+    rule_list,
+)
 
 CONSUMERS = 10_000
 

@@ -7,11 +7,11 @@ from rest_framework.views import APIView
 from config.schema import error_responses
 from orchestration.pull import orchestration_pull
 from orchestration.requests import parse_orchestration_request
-from orchestration.types import OrchestrationRequest
 from orchestration.serializers import (
     OrchestrationRequestSerializer,
     OrchestrationResponseSerializer,
 )
+from orchestration.types import OrchestrationRequest
 
 PULL_EXAMPLE = OpenApiExample("Operation with exclusivity", request_only=True, value={
     "serviceRequirement": {"serviceDefinition": "temperatureInfo", "operations": ["query"],

@@ -16,13 +16,6 @@ from store.interfaces import POLICIES
 _TRUE, _FALSE = "true", "false"
 
 
-def _texts(values: Sequence[str | None] | None, message: str) -> Sequence[str]:
-    values = values or ()
-    if any(value is None or not names.java_trim(value) for value in values):
-        raise InvalidParameter(message)
-    return values
-
-
 def _requirement_list(values: Sequence | None, message: str, field: str) -> tuple[dict, ...]:
     values = values or ()
     if any(value is None for value in values):
@@ -32,7 +25,7 @@ def _requirement_list(values: Sequence | None, message: str, field: str) -> tupl
 
 
 def _upper_enum(values: Sequence[str | None] | None, empty: str, allowed, invalid: str):
-    parsed = tuple(value.strip().upper() for value in _texts(values, empty))
+    parsed = tuple(value.strip().upper() for value in names.without_blanks(values, empty))
     for value in parsed:
         if value not in allowed:
             raise InvalidParameter(f"{invalid}: {value}")
@@ -63,7 +56,7 @@ def parse_flags(raw: dict[str, Any] | None) -> frozenset[str]:
 
 def parse_service_requirement(data: dict[str, Any] | None) -> ServiceRequirement:
     data = data or {}
-    providers = _texts(data.get("preferredProviders"),
+    providers = names.without_blanks(data.get("preferredProviders"),
                        "Preferred providers contains null or empty element")
     definition = data.get("serviceDefinition")
     alives_at = None
@@ -75,15 +68,15 @@ def parse_service_requirement(data: dict[str, Any] | None) -> ServiceRequirement
     return ServiceRequirement(
         service_definition=(names.service_definition(definition)
                             if definition is not None and names.java_trim(definition) else None),
-        operations=tuple(dict.fromkeys(names.operation(value) for value in _texts(
+        operations=tuple(dict.fromkeys(names.operation(value) for value in names.without_blanks(
             data.get("operations"), "Operation list contains empty element"))),
-        versions=tuple(version(value) for value in _texts(
+        versions=tuple(version(value) for value in names.without_blanks(
             data.get("versions"), "Version list contains empty element")),
         alives_at=alives_at,
         metadata_requirements=_requirement_list(
             data.get("metadataRequirements"), "Metadata requirement list contains null element",
             "metadataRequirements"),
-        interface_template_names=tuple(names.interface_template(value) for value in _texts(
+        interface_template_names=tuple(names.interface_template(value) for value in names.without_blanks(
             data.get("interfaceTemplateNames"),
             "Interface template name list contains empty element")),
         interface_address_types=_upper_enum(

@@ -9,9 +9,9 @@ from config.conventions.instance_ids import build_instance_id
 from config.conventions.versions import normalize_version, validate_version
 from config.exceptions import InvalidParameter
 from store.admin_filters import NameInputFilter
+from store.changes import change_record
 from store.interfaces import InterfaceDraft, interface_validate, metadata_validate
 from store.models import Rule, ServiceInstance, ServiceInterface
-from store.changes import change_record
 from store.services.instances import instance_delete_many, instance_remove_expired
 from store.services.rules import (
     RuleDraft,

@@ -23,6 +23,15 @@ _OPERATION = re.compile(r"[a-z]|[a-z][0-9a-z\-]*[0-9a-z]")
 _INTERFACE_TEMPLATE = re.compile(r"[a-z]|[a-z][0-9a-z_]*[0-9a-z]")
 
 
+def without_blanks(values, message: str):
+    """The list (None = empty), or InvalidParameter(message) when an element is null or
+    blank: the check every list of names in a request gets."""
+    values = values or ()
+    if any(value is None or not java_trim(value) for value in values):
+        raise InvalidParameter(message)
+    return values
+
+
 def java_trim(value: str) -> str:
     """Java's String.trim: strips ASCII control characters and spaces only."""
     return value.strip(_JAVA_BLANKS)

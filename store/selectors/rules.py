@@ -37,10 +37,7 @@ class RuleFilters:
 
 
 def _present(values: Sequence[str | None] | None, what: str) -> Sequence[str]:
-    values = values or ()
-    if any(value is None or not names.java_trim(value) for value in values):
-        raise InvalidParameter(f"{what} list contains null or empty element")
-    return values
+    return names.without_blanks(values, f"{what} list contains null or empty element")
 
 
 def rule_filters_parse(

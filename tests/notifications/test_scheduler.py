@@ -9,7 +9,10 @@ from django.conf import settings as django_settings
 from config.celery import app as celery_app
 from notifications import scheduler
 from notifications.models import NotificationDelivery
-from notifications.scheduler import start_in_process_scheduler, stop_in_process_scheduler
+from notifications.scheduler import (
+    start_in_process_scheduler,
+    stop_in_process_scheduler,
+)
 from tests.endpoints import make_delivery, wait_for
 
 probe_runs: list[str] = []

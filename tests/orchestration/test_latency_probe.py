@@ -13,10 +13,19 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from orchestration import latency
-from orchestration.latency import instance_latencies, interfaces_measure, measure_connect_ms
+from orchestration.latency import (
+    instance_latencies,
+    interfaces_measure,
+    measure_connect_ms,
+)
 from orchestration.tasks import measure_interface_latency_task
 from store.models import ServiceInstance, ServiceInterface
-from tests.store.helpers import http_interface, instance_body, make_instances, mqtt_interface
+from tests.store.helpers import (
+    http_interface,
+    instance_body,
+    make_instances,
+    mqtt_interface,
+)
 
 pytestmark = pytest.mark.django_db
 

@@ -1,7 +1,12 @@
 import pytest
 
 from tests.orchestration.helpers import pull
-from tests.store.helpers import http_interface, instance_body, make_instances, make_rules
+from tests.store.helpers import (
+    http_interface,
+    instance_body,
+    make_instances,
+    make_rules,
+)
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,13 @@ from django.utils import timezone
 from orchestration.models import OrchestrationJob
 from store.models import ServiceInstance
 from tests.orchestration.helpers import instance_ids, pull
-from tests.store.helpers import http_interface, instance_body, make_instances, make_rules, mqtt_interface
+from tests.store.helpers import (
+    http_interface,
+    instance_body,
+    make_instances,
+    make_rules,
+    mqtt_interface,
+)
 
 pytestmark = pytest.mark.django_db
 

@@ -55,7 +55,10 @@ def instance_body(provider: str = "TemperatureProvider", definition: str = "temp
 
 def make_instances(*bodies: dict):
     """Store instances (create-request shape) through the service."""
-    from store.serializers.instances import InstanceCreateSerializer, instance_drafts_from
+    from store.serializers.instances import (
+        InstanceCreateSerializer,
+        instance_drafts_from,
+    )
     from store.services.instances import instance_create_many
 
     serializer = InstanceCreateSerializer(data={"instances": list(bodies)})

@@ -7,7 +7,12 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from store.models import ServiceInstance
-from tests.store.helpers import http_interface, instance_body, make_instances, mqtt_interface
+from tests.store.helpers import (
+    http_interface,
+    instance_body,
+    make_instances,
+    mqtt_interface,
+)
 
 pytestmark = pytest.mark.django_db
 

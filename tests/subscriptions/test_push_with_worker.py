@@ -10,7 +10,14 @@ from notifications.models import NotificationDelivery
 from subscriptions.models import Subscription
 from tests.endpoints import HttpSink, free_port, wait_for
 from tests.helpers import SYSOP
-from tests.store.helpers import CREATE, I_CREATE, I_UPDATE, entry, http_interface, instance_body
+from tests.store.helpers import (
+    CREATE,
+    I_CREATE,
+    I_UPDATE,
+    entry,
+    http_interface,
+    instance_body,
+)
 from tests.subscriptions.helpers import mqtt_notify, subscribe, subscription_body
 
 pytestmark = pytest.mark.django_db(transaction=True)

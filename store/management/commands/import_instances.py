@@ -1,16 +1,17 @@
-import json
-
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.utils import timezone
-from rest_framework.exceptions import ValidationError
 
-from config.errors import first_validation_message
 from config.exceptions import InvalidParameter
+from store.management.files import read_validated
 from store.management.progress import progress_bar
 from store.models import ServiceInstance
 from store.serializers.instances import InstanceCreateSerializer, instance_drafts_from
-from store.services.instances import instance_delete_many, instance_validate, instances_store
+from store.services.instances import (
+    instance_delete_many,
+    instance_validate,
+    instances_store,
+)
 
 
 class Command(BaseCommand):
@@ -35,17 +36,7 @@ class Command(BaseCommand):
         self.stderr.write(f"\nImported {total} instance(s).")
 
     def _read(self, path: str) -> list:
-        try:
-            with open(path, encoding="utf-8") as file:
-                data = json.load(file)
-        except (OSError, ValueError) as exc:
-            raise CommandError(f"Cannot read {path}: {exc}") from exc
-        serializer = InstanceCreateSerializer(data=data)
-        try:
-            serializer.is_valid(raise_exception=True)
-        except ValidationError as exc:
-            raise CommandError(first_validation_message(exc.detail)) from exc
-        return instance_drafts_from(serializer.validated_data)
+        return instance_drafts_from(read_validated(path, InstanceCreateSerializer))
 
     def _validated(self, drafts: list) -> list:
         now, seen, instances = timezone.now(), set(), []

@@ -1,12 +1,9 @@
-import json
-
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
-from rest_framework.exceptions import ValidationError
 
 from config.conventions import names
-from config.errors import first_validation_message
 from config.exceptions import InvalidParameter
+from store.management.files import read_validated
 from store.management.progress import progress_bar
 from store.serializers.rules import RuleCreateSerializer, rule_drafts_from
 from store.services.rules import (
@@ -53,17 +50,7 @@ class Command(BaseCommand):
             raise CommandError(f"--as: {exc.message}") from exc
 
     def _read(self, path: str) -> list:
-        try:
-            with open(path, encoding="utf-8") as file:
-                data = json.load(file)
-        except (OSError, ValueError) as exc:
-            raise CommandError(f"Cannot read {path}: {exc}") from exc
-        serializer = RuleCreateSerializer(data=data)
-        try:
-            serializer.is_valid(raise_exception=True)
-        except ValidationError as exc:
-            raise CommandError(first_validation_message(exc.detail)) from exc
-        return rule_drafts_from(serializer.validated_data)
+        return rule_drafts_from(read_validated(path, RuleCreateSerializer))
 
     def _validated(self, drafts: list[RuleDraft | None]) -> list[ValidRule]:
         rules = []
