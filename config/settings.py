@@ -89,6 +89,8 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     VAR_DIR.mkdir(exist_ok=True)  # the first-run database lives in var/ (git-ignored)
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# SQLite ignores the deferrable rule constraint; the code has a path for it (store.services.rules).
+SILENCED_SYSTEM_CHECKS = ["models.W038"]
 AUTH_USER_MODEL = "identity.User"
 
 LANGUAGE_CODE = "en-us"

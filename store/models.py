@@ -5,6 +5,7 @@ from django.db.models import Q
 
 # PostgreSQL `integer`: a larger priority could not be stored, so it is refused up front.
 MAX_PRIORITY = 2_147_483_647
+UNIQUE_PRIORITY = "rule_unique_consumer_service_priority"
 
 
 class Rule(models.Model):
@@ -27,7 +28,10 @@ class Rule(models.Model):
             # Also the index of the pull lookup and of consumer filters.
             models.UniqueConstraint(
                 fields=["consumer", "service_definition", "priority"],
-                name="rule_unique_consumer_service_priority",
+                name=UNIQUE_PRIORITY,
+                # Checked at once as usual, but deferrable so that modify-priorities can swap
+                # priorities in place (store.services.rules; ignored by SQLite).
+                deferrable=models.Deferrable.IMMEDIATE,
                 violation_error_message="There is already a rule of this consumer for this "
                 "service definition with this priority.",
             ),

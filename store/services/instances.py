@@ -1,11 +1,13 @@
 """Writing the service instance catalog (SPEC §4): create (same id replaces), update, remove,
 and purge of expired instances. API, admin actions and the import command go through here."""
 import datetime as dt
+import json
+from types import SimpleNamespace
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from config.conventions import names
@@ -128,32 +130,70 @@ def _with_interfaces(instances: list[ServiceInstance]) -> list[ServiceInstance]:
     return [stored[i.pk] for i in instances]
 
 
+def _latency_key(instance_id: str, template: str, properties: dict) -> tuple:
+    addresses = properties.get("accessAddresses")
+    return (instance_id, template, json.dumps(addresses, sort_keys=True),
+            json.dumps(properties.get("accessPort")))
+
+
+def _measured(instances: Iterable[ServiceInstance]) -> dict[tuple, tuple]:
+    """Latest latency measurements of these instances' interfaces, by what was measured
+    (address list and port), so that re-registering an instance keeps them (one query)."""
+    return {
+        _latency_key(i.instance.service_instance_id, i.template_name, i.properties):
+            (i.latency_ms, i.latency_measured_at)
+        for i in ServiceInterface.objects.filter(instance__in=list(instances),
+                                                 latency_measured_at__isnull=False)
+        .select_related("instance")
+    }
+
+
+def _interfaces_of(pairs, measured: dict[tuple, tuple]) -> list[ServiceInterface]:
+    rows = []
+    for instance, valid in pairs:
+        for row in _interface_rows(instance, valid.interfaces):
+            key = _latency_key(instance.service_instance_id, row.template_name, row.properties)
+            row.latency_ms, row.latency_measured_at = measured.get(key, (None, None))
+            rows.append(row)
+    return rows
+
+
+@transaction.atomic
+def _store_chunk(instances: Sequence[ValidInstance], now: dt.datetime) -> list[ServiceInstance]:
+    """Existing ids are updated in place (never deleted and re-created, so a concurrent
+    remove cannot lose them), new ones inserted."""
+    existing = {i.service_instance_id: i for i in ServiceInstance.objects.select_for_update()
+                .filter(service_instance_id__in=[v.instance_id for v in instances])}
+    measured = _measured(existing.values())
+    rows, new = [], []
+    for valid in instances:
+        row = existing.get(valid.instance_id)
+        if row is None:
+            row = ServiceInstance(service_instance_id=valid.instance_id, created_at=now)
+            new.append(row)
+        row.provider, row.service_definition, row.version = (
+            valid.provider, valid.service_definition, valid.version)
+        row.expires_at, row.metadata, row.updated_at = valid.expires_at, valid.metadata, now
+        rows.append(row)
+    ServiceInstance.objects.bulk_update(list(existing.values()),
+                                        ["expires_at", "metadata", "updated_at"])
+    ServiceInstance.objects.bulk_create(new)
+    ServiceInterface.objects.filter(instance__in=list(existing.values())).delete()
+    ServiceInterface.objects.bulk_create(_interfaces_of(zip(rows, instances), measured))
+    return rows
+
+
 @transaction.atomic
 def instances_store(instances: Sequence[ValidInstance], *, batch_size: int = 500,
                     progress=None) -> list[ServiceInstance]:
-    """Create validated instances; an instance whose id exists replaces it (keeping its
-    creation time)."""
+    """Create validated instances; an instance whose id exists is replaced (its metadata,
+    expiry and interfaces; it keeps its creation time and its interfaces' latency
+    measurements when address and port are unchanged)."""
     now = timezone.now()
-    ids = [instance.instance_id for instance in instances]
-    change_record(instance_ids=ids)
-    created_at: dict[str, dt.datetime] = {}
-    for start in range(0, len(ids), batch_size):
-        chunk = ids[start:start + batch_size]
-        existing = ServiceInstance.objects.select_for_update().filter(service_instance_id__in=chunk)
-        created_at.update(existing.values_list("service_instance_id", "created_at"))
-        existing.delete()
-    rows = []
+    change_record(instance_ids=[instance.instance_id for instance in instances])
+    rows: list[ServiceInstance] = []
     for start in range(0, len(instances), batch_size):
-        chunk = [ServiceInstance(service_instance_id=i.instance_id, provider=i.provider,
-                                 service_definition=i.service_definition, version=i.version,
-                                 expires_at=i.expires_at, metadata=i.metadata,
-                                 created_at=created_at.get(i.instance_id, now), updated_at=now)
-                 for i in instances[start:start + batch_size]]
-        ServiceInstance.objects.bulk_create(chunk)
-        ServiceInterface.objects.bulk_create(
-            [row for instance, valid in zip(chunk, instances[start:start + batch_size])
-             for row in _interface_rows(instance, valid.interfaces)])
-        rows.extend(chunk)
+        rows.extend(_store_chunk(instances[start:start + batch_size], now))
         if progress:
             progress(len(rows))
     return _with_interfaces(rows)
@@ -161,7 +201,13 @@ def instances_store(instances: Sequence[ValidInstance], *, batch_size: int = 500
 
 def instance_create_many(*, drafts: Sequence[InstanceDraft | None],
                          limit: int | None) -> list[ServiceInstance]:
-    return instances_store(instance_drafts_validate(drafts, limit=limit))
+    instances = instance_drafts_validate(drafts, limit=limit)
+    try:
+        return instances_store(instances)
+    except IntegrityError:
+        # A concurrent request created one of these ids first: now it exists, and the second
+        # round replaces it, as a create of an existing id does.
+        return instances_store(instances)
 
 
 def _update_validate(draft: InstanceUpdateDraft, now: dt.datetime):
@@ -193,10 +239,11 @@ def instance_update_many(*, drafts: Sequence[InstanceUpdateDraft | None],
             rows.append(instance)
         ServiceInstance.objects.bulk_update(rows, ["expires_at", "metadata", "updated_at"])
         change_record(instance_ids=stored)
+        measured = _measured(rows)
         ServiceInterface.objects.filter(instance__in=rows).delete()
-        ServiceInterface.objects.bulk_create(
-            [row for instance, update in zip(rows, updates)
-             for row in _interface_rows(instance, update[3])])
+        ServiceInterface.objects.bulk_create(_interfaces_of(
+            ((instance, SimpleNamespace(interfaces=update[3]))
+             for instance, update in zip(rows, updates)), measured))
     return _with_interfaces(rows)
 
 

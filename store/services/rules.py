@@ -4,7 +4,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -13,7 +13,7 @@ from config.conventions.instance_ids import ServiceInstanceId, parse_instance_id
 from config.conventions.uuids import require_uuid
 from config.exceptions import InvalidParameter
 from store.changes import change_record
-from store.models import MAX_PRIORITY, Rule
+from store.models import MAX_PRIORITY, UNIQUE_PRIORITY, Rule
 
 # How many rules one duplicate-check query looks at (keeps IN lists short on big imports).
 _CHECK_CHUNK = 1000
@@ -185,14 +185,26 @@ def rule_priorities_modify(*, priorities: dict[str, int | None], requester: str)
                 rule = found[rule_id]
                 rule.priority, rule.updated_by, rule.updated_at = priority, requester, now
                 modified.append(rule)
-            # Delete and re-insert (same ids and creation data): the unique constraint is
-            # checked row by row, so updating in place would fail on a swap.
-            Rule.objects.filter(id__in=changes).delete()
-            Rule.objects.bulk_create(modified)
+            _store_priorities(modified)
             change_record(consumers=(rule.consumer for rule in modified))
     except IntegrityError:
         raise InvalidParameter("A conflicting rule was created concurrently; please retry")
     return modified
+
+
+def _store_priorities(rules: list[Rule]) -> None:
+    """Write new priorities of rules whose final state was checked. The unique constraint is
+    checked row by row, so a swap needs it deferred to the end of the update (PostgreSQL);
+    SQLite, which cannot defer it, gets a delete and re-insert with the same ids instead
+    (it has a single writer, so nothing can slip in between)."""
+    if not connection.features.supports_deferrable_unique_constraints:
+        Rule.objects.filter(id__in=[rule.id for rule in rules]).delete()
+        Rule.objects.bulk_create(rules)
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET CONSTRAINTS {UNIQUE_PRIORITY} DEFERRED")
+        Rule.objects.bulk_update(rules, ["priority", "updated_by", "updated_at"])
+        cursor.execute(f"SET CONSTRAINTS {UNIQUE_PRIORITY} IMMEDIATE")  # check now
 
 
 def _lock_rule_sets_of(rule_ids: Iterable[uuid.UUID]) -> list[Rule]:

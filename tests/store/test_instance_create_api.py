@@ -238,3 +238,44 @@ class InstanceCreateApiTests:
         response = create(api, instance_body(), headers=as_system("Manager"))
         assert_error(response, 403, "FORBIDDEN", "Requester has no management permission",
                      ORIGIN)
+
+
+@pytest.mark.django_db(transaction=True)
+class InstanceCreateConcurrencyTests:
+    def test_it_answers_two_concurrent_creates_of_a_new_id_with_201(self):
+        import threading
+
+        from django.db import connection
+        from rest_framework.test import APIClient
+
+        from tests.helpers import SYSOP
+
+        barrier, statuses = threading.Barrier(4), []
+
+        def create_one(unit: str) -> None:
+            try:
+                barrier.wait()
+                statuses.append(APIClient().post(
+                    I_CREATE, {"instances": [instance_body(metadata={"unit": unit})]},
+                    format="json", **SYSOP).status_code)
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=create_one, args=(f"u{n}",)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        assert statuses == [201] * 4
+        assert ServiceInstance.objects.count() == 1
+        assert ServiceInterface.objects.count() == 1
+
+    def test_it_keeps_latency_measurements_when_an_instance_is_registered_again(self):
+        make_instances(instance_body())
+        ServiceInterface.objects.update(latency_ms=3.5, latency_measured_at=timezone.now())
+        make_instances(instance_body(metadata={"unit": "kelvin"}))
+        assert ServiceInterface.objects.get().latency_ms == 3.5
+        moved = http_interface()
+        moved["properties"] = {**moved["properties"], "accessPort": 9999}
+        make_instances(instance_body(interfaces=[moved]))
+        assert ServiceInterface.objects.get().latency_ms is None

@@ -106,3 +106,42 @@ class RuleConcurrencyTests:
         assert any(r.status_code == 200 for r in responses)
         final = sorted(Rule.objects.values_list("priority", flat=True))
         assert final == [1, 2, 3]
+
+    def test_it_does_not_lose_a_remove_that_waits_for_a_priority_change(self):
+        """modify-priorities updates rules in place: a remove waiting on the same rule deletes
+        it once the change commits (with delete and re-insert it would find nothing)."""
+        from store.services.rules import _store_priorities
+
+        r1, r2 = make_rules(("C", "P1|svc|1.0.0", 1), ("C", "P2|svc|1.0.0", 2))
+        changed, release, result = threading.Event(), threading.Event(), []
+
+        def modify():
+            try:
+                with transaction.atomic():
+                    rules = list(Rule.objects.select_for_update().order_by("priority"))
+                    rules[0].priority, rules[1].priority = 2, 1
+                    _store_priorities(rules)
+                    changed.set()
+                    release.wait(timeout=30)
+            finally:
+                connection.close()
+
+        def remove():
+            try:
+                result.append(APIClient().delete(
+                    f"/serviceorchestration/orchestration/mgmt/simple-store/remove?uuids={r1.id}",
+                    **SYSOP))
+            finally:
+                connection.close()
+
+        modifier = threading.Thread(target=modify)
+        modifier.start()
+        assert changed.wait(timeout=30)
+        remover = threading.Thread(target=remove)
+        remover.start()
+        time.sleep(0.5)  # the remove now waits for the modifier's row lock
+        release.set()
+        modifier.join(timeout=30)
+        remover.join(timeout=30)
+        assert result[0].status_code == 200
+        assert list(Rule.objects.values_list("id", "priority")) == [(r2.id, 1)]
