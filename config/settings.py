@@ -187,7 +187,7 @@ MQTT_BROKER_URL = env.str("MQTT_BROKER_URL", default="mqtt://127.0.0.1:1883")
 # --- REST framework and OpenAPI -------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["config.parsers.JSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": ["config.auth.ArrowheadAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["config.auth.ManagementPermission"],
     "EXCEPTION_HANDLER": "config.errors.exception_handler",

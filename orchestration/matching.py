@@ -19,7 +19,8 @@ def declared_operations(properties: dict) -> set[str] | None:
     if isinstance(operations, dict):
         return set(operations)
     if isinstance(operations, list):
-        return set(operations)
+        # Other templates have free properties: only string entries can name an operation.
+        return {operation for operation in operations if isinstance(operation, str)}
     return None
 
 
@@ -45,7 +46,8 @@ def qualifying_interface(interface: dict, requirement: ServiceRequirement) -> di
         addresses = properties.get(ADDRESS_PROPERTY)
         if not isinstance(addresses, list):
             return None
-        kept = narrow_addresses(addresses, set(requirement.interface_address_types))
+        kept = narrow_addresses([a for a in addresses if isinstance(a, str)],
+                                set(requirement.interface_address_types))
         if not kept:
             return None
         properties = {**properties, ADDRESS_PROPERTY: kept}

@@ -22,7 +22,7 @@ from orchestration.types import (
     OrchestrationResult,
     OrchestrationResultEntry,
 )
-from store.interfaces import exclusivity_seconds
+from store.interfaces import MAX_EXCLUSIVITY_SECONDS, exclusivity_seconds
 from store.metadata_requirements import matches_any
 from store.models import Rule, ServiceInstance
 
@@ -53,7 +53,7 @@ class Candidate:
     @property
     def reservable_seconds(self) -> int:
         seconds = exclusivity_seconds(self.instance.metadata) if self.instance else None
-        return seconds if seconds and seconds > 0 else 0
+        return min(seconds, MAX_EXCLUSIVITY_SECONDS) if seconds and seconds > 0 else 0
 
 
 @dataclass

@@ -8,6 +8,9 @@ from rest_framework import serializers
 from config.fields import StrictCharField, StrictIntegerField, optional_string_list
 
 
+MAX_SECONDS = 2_147_483_647  # durations are stored as database integers
+
+
 def _requirement_list(help_text: str) -> serializers.ListField:
     return serializers.ListField(child=serializers.JSONField(allow_null=True), required=False,
                                  allow_null=True, help_text=help_text)
@@ -38,7 +41,7 @@ class OrchestrationRequestSerializer(serializers.Serializer):
         child=serializers.JSONField(allow_null=True), required=False, allow_null=True,
         help_text='{"maxLatencyMs": "<int>"}; needs QOS_ENABLED.')
     exclusivityDuration = StrictIntegerField(required=False, allow_null=True,
-                                             help_text="Seconds, > 0.")
+                                             max_value=MAX_SECONDS, help_text="Seconds, > 0.")
 
 
 class TokenSerializer(serializers.Serializer):

@@ -17,6 +17,8 @@ HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OP
                           "TRACE", "PATCH"})
 POLICIES = frozenset(InterfacePolicy.values)
 ALLOW_EXCLUSIVITY = "allowExclusivity"
+MAX_EXCLUSIVITY_SECONDS = 2_147_483_647
+MAX_PROTOCOL_LENGTH = 63
 
 
 @dataclass(frozen=True)
@@ -145,9 +147,10 @@ def metadata_validate(metadata: Any) -> dict:
     ensure_no_dotted_keys(metadata)
     if ALLOW_EXCLUSIVITY in metadata:
         seconds = exclusivity_seconds(metadata)
-        if seconds is None or seconds < 0:
+        if seconds is None or not 0 <= seconds <= MAX_EXCLUSIVITY_SECONDS:
             raise InvalidParameter("allowExclusivity metadata must be a non-negative integer or "
-                                   "the string representation of one")
+                                   "the string representation of one, at most "
+                                   f"{MAX_EXCLUSIVITY_SECONDS}")
     return metadata
 
 
@@ -159,6 +162,9 @@ def _template_and_protocol(draft: InterfaceDraft) -> tuple[str, str, Template | 
     protocol = draft.protocol.strip().lower() if isinstance(draft.protocol, str) else ""
     if template is None and not protocol:
         raise InvalidParameter("Interface protocol is missing")
+    if len(protocol) > MAX_PROTOCOL_LENGTH:
+        raise InvalidParameter(f"Interface protocol is too long (at most {MAX_PROTOCOL_LENGTH} "
+                               "characters)")
     if template is not None and protocol and protocol != template.protocol:
         raise InvalidParameter(f"{protocol} protocol is invalid for {template_name}")
     return template_name, protocol or template.protocol, template

@@ -16,6 +16,7 @@ from config.exceptions import InvalidParameter
 
 ASC = "ASC"
 DESC = "DESC"
+MAX_OFFSET = 2**62  # what a database OFFSET can hold, with room to spare
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,8 @@ def parse_pagination(
         raise InvalidParameter("The page size must be at least 1")
     if page is not None and page < 0:
         raise InvalidParameter("The page number cannot be negative")
+    if page is not None and size is not None and (page + 1) * size > MAX_OFFSET:
+        raise InvalidParameter("The page number is too large")
 
     direction = _optional_text(data, "direction").upper() or default_direction
     if direction not in (ASC, DESC):

@@ -23,6 +23,12 @@ class ErrorEnvelopeTests:
         assert body["errorMessage"].startswith("JSON parse error")
         assert body["origin"] == f"POST {PROBE}/whoami"
 
+    def test_it_answers_too_deeply_nested_json_with_400(self, api):
+        response = api.post(f"{PROBE}/whoami", data="[" * 200000,
+                            content_type="application/json", **CONSUMER)
+        assert_error(response, 400, "INVALID_PARAMETER", "JSON parse error - nesting too deep",
+                     f"POST {PROBE}/whoami")
+
     def test_it_answers_unsupported_content_type_with_415(self, api):
         response = api.post(f"{PROBE}/whoami", data="a=b",
                             content_type="application/x-www-form-urlencoded", **CONSUMER)

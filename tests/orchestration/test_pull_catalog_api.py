@@ -164,3 +164,16 @@ class PullCatalogTests:
         job_writes = [q for q in queries if "orchestration_orchestrationjob" in q["sql"]]
         assert len(job_writes) == 1 and job_writes[0]["sql"].startswith("INSERT")
         assert OrchestrationJob.objects.get(requester="Bulk").result_count == 60
+
+
+class FreePropertiesTests:
+    def test_it_does_not_match_non_string_entries_of_other_templates(self, api):
+        odd = {"templateName": "custom_bus", "protocol": "bus", "policy": "NONE",
+               "properties": {"operations": [{"a": 1}, "query"], "accessAddresses": [1, "10.0.0.7"]}}
+        make_instances(instance_body("Odd", "temperatureInfo", interfaces=[odd]))
+        make_rules(("CarConsumer1", "Odd|temperatureInfo|1.0.0", 1))
+        assert instance_ids(pull(api, requirement(operations=["query"]))) == [
+            "Odd|temperatureInfo|1.0.0"]
+        response = pull(api, requirement(interfaceAddressTypes=["IPV4"]))
+        assert response.json()["results"][0]["interfaces"][0]["properties"][
+            "accessAddresses"] == ["10.0.0.7"]

@@ -130,6 +130,8 @@ class PullValidationTests:
          "ONLY_EXCLUSIVE flag is present, but no exclusivity duration is defined"),
         ({"exclusivityDuration": 0}, "Exclusivity duration must be greater than 0"),
         ({"exclusivityDuration": "30"}, "exclusivityDuration: A valid integer is required."),
+        ({"exclusivityDuration": 10**15},
+         "exclusivityDuration: Ensure this value is less than or equal to 2147483647."),
         ({"qosRequirements": {"maxLatencyMs": "20"}},
          "Quality of service requirements are present, but QoS support is disabled"),
         ({"serviceRequirement": {"operations": ["query", " "]}},

@@ -17,6 +17,8 @@ from tests.store.helpers import (
 pytestmark = pytest.mark.django_db
 
 ORIGIN = f"POST {I_CREATE}"
+EXCLUSIVITY = ("allowExclusivity metadata must be a non-negative integer or the string "
+               "representation of one, at most 2147483647")
 
 
 def create(api, *bodies, **kwargs):
@@ -127,15 +129,13 @@ class InstanceCreateApiTests:
         ({"instances": [instance_body(metadata={"list": [{"x.y": 1}]})]},
          "Invalid metadata key: x.y, it should not contain . character"),
         ({"instances": [instance_body(metadata=[1])]}, "Metadata should be a JSON object"),
-        ({"instances": [instance_body(metadata={"allowExclusivity": -1})]},
-         "allowExclusivity metadata must be a non-negative integer or the string "
-         "representation of one"),
-        ({"instances": [instance_body(metadata={"allowExclusivity": "ten"})]},
-         "allowExclusivity metadata must be a non-negative integer or the string "
-         "representation of one"),
-        ({"instances": [instance_body(metadata={"allowExclusivity": 1.5})]},
-         "allowExclusivity metadata must be a non-negative integer or the string "
-         "representation of one"),
+        ({"instances": [instance_body(metadata={"allowExclusivity": -1})]}, EXCLUSIVITY),
+        ({"instances": [instance_body(metadata={"allowExclusivity": "ten"})]}, EXCLUSIVITY),
+        ({"instances": [instance_body(metadata={"allowExclusivity": 1.5})]}, EXCLUSIVITY),
+        ({"instances": [instance_body(metadata={"allowExclusivity": 10**15})]}, EXCLUSIVITY),
+        ({"instances": [instance_body(interfaces=[{"templateName": "custom", "policy": "NONE",
+                                                   "protocol": "p" * 64, "properties": {}}])]},
+         "Interface protocol is too long (at most 63 characters)"),
         ({"instances": [instance_body(interfaces=[])]}, "Service interface list is empty"),
         ({"instances": [instance_body(interfaces=None)]}, "Service interface list is empty"),
         ({"instances": [instance_body(interfaces=[None])]},

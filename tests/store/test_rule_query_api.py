@@ -128,6 +128,7 @@ class RuleQueryApiTests:
         ({"pagination": {"page": 0}},
          "If page parameter is defined then size parameter cannot be undefined"),
         ({"pagination": {"page": 0, "size": 1001}}, "The page size cannot be larger than 1000"),
+        ({"pagination": {"page": 10**19, "size": 1}}, "The page number is too large"),
         ({"pagination": {"page": 0, "size": 10, "direction": "UP"}},
          "Direction is invalid. Only ASC or DESC are allowed"),
         ({"pagination": {"page": 0, "size": 10, "sortField": "foo"}},

@@ -154,6 +154,8 @@ class SubscribeApiTests:
         ({**subscription_body(), "orchestrationRequest": {"qosRequirements": {"maxLatencyMs": 5}}},
          "Quality of service requirements are present, but QoS support is disabled"),
         (subscription_body(duration="60"), "duration: A valid integer is required."),
+        (subscription_body(duration=3_000_000_000),
+         "duration: Ensure this value is less than or equal to 2147483647."),
         (subscription_body(notify={"protocol": "HTTP", "properties": ["address"]}),
          'notifyInterface.properties: Expected a dictionary of items but got type "list".'),
     ])
