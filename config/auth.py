@@ -14,7 +14,7 @@ from rest_framework.request import Request
 
 from config.conventions import names
 from config.conventions.versions import java_split
-from config.exceptions import AuthError, ExternalServerError, Forbidden
+from config.exceptions import AuthError, ExternalServerError, Forbidden, InvalidParameter
 from config.tls_worker import CLIENT_CERT_ENVIRON_KEY
 from identity.certificates import certificate_identity, server_cloud
 from identity.models import User
@@ -86,12 +86,22 @@ def _token(request: Request) -> Requester:
                      _identity=identity)
 
 
+def _valid_name(name: str | None) -> bool:
+    """Names vouched for by others (certificates, the Authentication system) must still be
+    system names: they end up in createdBy, history and permission checks."""
+    try:
+        names.validate_system_name(name)
+    except InvalidParameter:
+        return False
+    return True
+
+
 def _certificate(request: Request) -> Requester:
     """The TLS client certificate, verified by the server (config.tls_worker), identifies the
     system; headers are not looked at."""
     url = request.build_absolute_uri(request.path).rstrip("/")
     identity = certificate_identity(request.META.get(CLIENT_CERT_ENVIRON_KEY))
-    if identity is None or not identity.system_name:
+    if identity is None or not _valid_name(identity.system_name):
         raise AuthError(f"Unauthenticated access attempt: {url}")
     if identity.profile not in ("SYSTEM", "OPERATOR"):
         raise Forbidden(f"Unauthorized access: {url}, invalid certificate type: {identity.profile}")
@@ -113,7 +123,7 @@ def _outsourced(request: Request) -> Requester:
             message = f"Authentication system is not available: {error}"
             raise ExternalServerError(message) from error
         raise AuthError(INVALID_HEADER) from error
-    if verified is None:
+    if verified is None or not _valid_name(verified.name):
         raise AuthError(INVALID_HEADER)
     return Requester(name=verified.name, is_operator=verified.is_operator)
 

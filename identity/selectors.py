@@ -14,4 +14,6 @@ def identity_token_owner(raw: str) -> User | None:
 
 
 def system_identity(name: str) -> User | None:
-    return User.objects.filter(username=name, is_active=True).first()
+    """The Django user standing for a system. Staff users are people, never systems: a system
+    named like an administrator does not get the administrator's permissions."""
+    return User.objects.filter(username=name, is_active=True, is_staff=False).first()

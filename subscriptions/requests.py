@@ -36,33 +36,33 @@ def _properties(raw: dict | None) -> dict[str, Any]:
     return properties
 
 
-def _require(properties: dict, key: str, message: str) -> Any:
+def _require(properties: dict, key: str, message: str, text: bool = True) -> Any:
     if key not in properties:
         raise InvalidParameter(message)
+    if text and not isinstance(properties[key], str):
+        raise InvalidParameter(f"Notify property {key} should be a string")
     return properties[key]
 
 
 def _http(properties: dict) -> dict:
     _require(properties, "address", "Notify properties has no address property")
-    port = _require(properties, "port", "Notify properties has no port property")
+    port = _require(properties, "port", "Notify properties has no port property", text=False)
     text = str(port).strip() if isinstance(port, (str, int)) and not isinstance(port, bool) else ""
     if not text.lstrip("-").isdigit():
         raise InvalidParameter("Notify port is not a number")
     if not 1 <= int(text) <= 65535:
         raise InvalidParameter("Notify port is out of the valid range")
     method = _require(properties, "method", "Notify properties has no method property")
-    if not isinstance(method, str) or method.upper() not in HTTP_METHODS:
+    if method.upper() not in HTTP_METHODS:
         raise InvalidParameter(f"Unsupported notify HTTP method: {method}")
     path = _require(properties, "path", "Notify properties has no path property")
-    return {**properties, "port": int(text), "method": method.upper(), "path": str(path)}
+    return {**properties, "port": int(text), "method": method.upper(), "path": path}
 
 
 def _mqtt(properties: dict) -> dict:
     if not settings.MQTT_BROKER_URL:
         raise InvalidParameter("MQTT notify protocol required, but MQTT is not enabled")
-    topic = _require(properties, "topic", "Notify properties has no topic member")
-    if not isinstance(topic, str):
-        raise InvalidParameter("Notify topic should be a string")
+    _require(properties, "topic", "Notify properties has no topic member")
     return properties
 
 

@@ -21,7 +21,8 @@ ECHO = "/serviceorchestration/monitor/echo"
 def certificates(tmp_path_factory):
     directory = tmp_path_factory.mktemp("certificates")
     call_command("make_certificates", str(directory), "--system", "Sysop:op",
-                 "--system", "consumer-a", "--system", "Gadget:de", stdout=io.StringIO())
+                 "--system", "consumer-a", "--system", "Gadget:de", "--system", "bad@name",
+                 stdout=io.StringIO())
     call_command("make_certificates", str(directory), "--cloud", "OtherCloud", "--ca-name",
                  "ca", "--server", "Unused", "--system", "Stranger", stdout=io.StringIO())
     foreign = tmp_path_factory.mktemp("untrusted")
@@ -94,6 +95,12 @@ class CertificatePolicyTests:
         assert status == 401
         assert envelope(data) == (
             "AUTH", f"Unauthenticated access attempt: https://127.0.0.1:{certificate_server}{PULL}")
+
+    def test_it_refuses_a_certificate_whose_name_is_no_system_name(self, certificates,
+                                                                   certificate_server):
+        directory, _ = certificates
+        status, data = call(certificate_server, context(directory, "bad@name"), "POST", PULL, {})
+        assert (status, envelope(data)[0]) == (401, "AUTH")
 
     def test_it_ignores_a_declared_identity_header(self, certificates, certificate_server):
         directory, _ = certificates

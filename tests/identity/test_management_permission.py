@@ -94,6 +94,11 @@ class ManagementPolicyTests:
         User.objects.filter(username="Manager").update(is_active=False)
         assert_refused(api.get(WITH_PERMISSION, **as_system("Manager")), WITH_PERMISSION)
 
+    def test_it_never_lends_a_persons_permissions_to_a_system_of_that_name(self, api, settings):
+        settings.MANAGEMENT_POLICY = "permission"
+        User.objects.create(username="Admin", is_staff=True, is_superuser=True)
+        assert_refused(api.get(WITH_PERMISSION, **as_system("Admin")), WITH_PERMISSION)
+
     def test_it_ignores_the_permission_under_the_whitelist_policy(self, api, settings):
         settings.MANAGEMENT_POLICY = "whitelist"
         grant("Manager")
