@@ -26,6 +26,7 @@ logger = logging.getLogger(__name__)
 
 Status = NotificationDelivery.Status
 SUPERSEDED = "Superseded by a newer notification"
+WAITING = "Waiting for an older notification of the subscription being sent"
 EXPIRED = "Subscription expired"
 LEASE_EXPIRED = "Attempt interrupted: no outcome recorded within the sending lease"
 # delivery_send's answer for an id that names no delivery (not one of the statuses).
@@ -120,6 +121,13 @@ def delivery_send(delivery_id: uuid.UUID | str) -> str:
         return _current_status(delivery_id)
     if delivery.expires_at is not None and delivery.expires_at <= timezone.now():
         return _record(delivery, status=Status.FAILED, error=EXPIRED, attempted=False)
+    # A subscriber must end with the newest result: never send an outdated one, and let an
+    # older send still in flight finish first.
+    if _has_newer(delivery):
+        return _record(delivery, status=Status.CANCELLED, error=SUPERSEDED, attempted=False)
+    if _older_in_flight(delivery):
+        return _record(delivery, status=Status.PENDING, error=WAITING, attempted=False,
+                       next_attempt_at=timezone.now() + timedelta(seconds=1))
     try:
         transports.send(delivery.protocol, delivery.properties, delivery.payload)
     except transports.TransportError as exc:
@@ -195,6 +203,13 @@ def _record_transient_failure(delivery: NotificationDelivery, *, error: str) -> 
     delay = retry_delay_seconds(attempts=delivery.attempts + 1)
     return _record(delivery, status=Status.PENDING, error=error,
                    next_attempt_at=timezone.now() + timedelta(seconds=delay))
+
+
+def _older_in_flight(delivery: NotificationDelivery) -> bool:
+    return NotificationDelivery.objects.filter(
+        subscription_id=delivery.subscription_id, created_at__lt=delivery.created_at,
+        status=Status.SENDING,
+    ).exists()
 
 
 def _has_newer(delivery: NotificationDelivery) -> bool:

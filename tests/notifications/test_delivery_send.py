@@ -153,3 +153,23 @@ class RetryDelayTests:
         settings.NOTIFICATION_RETRY_MAX_SECONDS = 300
         assert [retry_delay_seconds(attempts=n) for n in (1, 2, 3, 8, 9, 50)] == \
             [2, 4, 8, 256, 300, 300]
+
+
+class DeliveryOrderTests:
+    def test_it_never_sends_a_delivery_a_newer_one_replaced(self, http_sink):
+        older = make_delivery("HTTP", http_sink.properties())
+        make_delivery("HTTP", http_sink.properties(), subscription_id=older.subscription_id,
+                      created_at=older.created_at + timedelta(seconds=1))
+        assert delivery_send(older.id) == "CANCELLED"
+        assert http_sink.requests == []
+
+    def test_it_waits_while_an_older_delivery_is_being_sent(self, http_sink):
+        older = make_delivery("HTTP", http_sink.properties(), status="SENDING",
+                              claimed_at=timezone.now())
+        newer = make_delivery("HTTP", http_sink.properties(),
+                              subscription_id=older.subscription_id,
+                              created_at=older.created_at + timedelta(seconds=1))
+        assert delivery_send(newer.id) == "PENDING"
+        assert http_sink.requests == []
+        newer.refresh_from_db()
+        assert newer.attempts == 0 and newer.next_attempt_at > timezone.now()
