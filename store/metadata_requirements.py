@@ -15,6 +15,8 @@ Comparisons are Java type-strict: ``1 != 1.0`` and ``True != 1``.
 This module is pure (no ORM, no settings, no I/O) so callers can use it anywhere.
 """
 import re
+
+import regex
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +29,8 @@ _INDEXED_SEGMENT = re.compile(r"(.+)\[([0-9]+)\]")
 _OPERATOR_KEYS = frozenset({"op", "value"})
 
 Predicate = Callable[[Any, Any], bool]
+REGEX_TIMEOUT_SECONDS = 0.1
+MAX_PATTERN_LENGTH = 1000
 
 
 # --- type-strict JSON values ---------------------------------------------------------------
@@ -84,14 +88,24 @@ def _contains_any(left: object, right: object) -> bool:
 
 
 def _regexp(left: object, right: object) -> bool:
-    return isinstance(left, str) and isinstance(right, str) and (
-        _compile(right).fullmatch(left) is not None)
-
-
-def _compile(pattern: str) -> re.Pattern[str]:
+    if not (isinstance(left, str) and isinstance(right, str)):
+        return False
+    # Any consumer may send a pattern: a catastrophically backtracking one must not hold a
+    # worker, so matching has a time limit (the `regex` module; `re` has none).
     try:
-        return re.compile(pattern)  # `re` caches compiled patterns, so no cache of our own
-    except re.error:
+        return _compile(right).fullmatch(left, timeout=REGEX_TIMEOUT_SECONDS) is not None
+    except TimeoutError:
+        raise InvalidParameter(f"Regular expression in metadata requirement takes too long: "
+                               f"{right}") from None
+
+
+def _compile(pattern: str) -> "regex.Pattern[str]":
+    if len(pattern) > MAX_PATTERN_LENGTH:
+        raise InvalidParameter(f"Regular expression in metadata requirement is too long "
+                               f"(at most {MAX_PATTERN_LENGTH} characters)")
+    try:
+        return regex.compile(pattern)  # the module caches compiled patterns
+    except regex.error:
         raise InvalidParameter(f"Invalid regular expression in metadata requirement: {pattern}")
 
 

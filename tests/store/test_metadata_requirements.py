@@ -352,3 +352,14 @@ class ValidationTests:
 
     def test_it_accepts_every_operator(self):
         validate_requirement({f"k{i}": op(name.lower(), "x") for i, name in enumerate(OPERATORS)})
+
+
+class RegexSafetyTests:
+    def test_it_stops_a_catastrophically_backtracking_pattern(self):
+        requirement = {"name": {"op": "REGEXP", "value": "(a|aa)+"}}
+        with pytest.raises(InvalidParameter, match="takes too long"):
+            matches({"name": "a" * 40 + "!"}, requirement)
+
+    def test_it_refuses_an_overlong_pattern(self):
+        with pytest.raises(InvalidParameter, match="too long"):
+            validate_requirement({"name": {"op": "REGEXP", "value": "a" * 1001}})
