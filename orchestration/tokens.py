@@ -10,12 +10,9 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import reduce
-from operator import or_
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from config.conventions.timestamps import format_utc
@@ -109,17 +106,13 @@ def _issue_one(grant: TokenGrant, now: datetime) -> tuple[IssuedToken, Authoriza
     return IssuedToken(grant, token_type, raw, expires_at, limit), record
 
 
-def _same_grants(grants: Sequence[TokenGrant]) -> Q:
-    return reduce(or_, (Q(variant=g.variant, consumer=g.consumer, provider=g.provider,
-                          target=g.target, scope=g.scope) for g in grants))
-
-
 def tokens_issue(grants: Sequence[TokenGrant], *, now: datetime | None = None) -> list[IssuedToken]:
-    """One token per grant, in the grants' order, in two statements whatever their number.
+    """One token per grant, in the grants' order, in one statement whatever their number.
 
-    Issuing a grant again replaces its previous token, as Arrowhead does: only one token per
-    (variant, consumer, provider, target, scope) is live. A grant repeated within the same call
-    therefore gets the same token each time rather than two live ones.
+    Unlike Arrowhead, issuing a grant again does not revoke its previous token: a consumer
+    pulling while one of its subscriptions is pushed must be able to use both answers. Every
+    token expires after TOKEN_TTL_SECONDS anyway. A grant repeated within the same call gets
+    the same token each time.
     Raises ValueError for a variant that `is_issuable` refuses: the caller should not ask."""
     now = now or timezone.now()
     issued: dict[TokenGrant, tuple[IssuedToken, AuthorizationToken]] = {}
@@ -128,9 +121,7 @@ def tokens_issue(grants: Sequence[TokenGrant], *, now: datetime | None = None) -
             issued[grant] = _issue_one(grant, now)
     if not issued:
         return []
-    with transaction.atomic():
-        AuthorizationToken.objects.filter(_same_grants(list(issued))).delete()
-        AuthorizationToken.objects.bulk_create([record for _, record in issued.values()])
+    AuthorizationToken.objects.bulk_create([record for _, record in issued.values()])
     return [issued[grant][0] for grant in grants]
 
 
