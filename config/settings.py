@@ -166,9 +166,9 @@ CELERY_BEAT_SCHEDULE = {
         "task": "subscriptions.remove_expired",
         "schedule": float(INSTANCE_CLEANUP_INTERVAL_SECONDS),
     },
-    "process-catalog-changes": {  # safety net: changes whose processing was not enqueued
+    "process-catalog-changes": {  # without a broker the only path; with one a safety net
         "task": "subscriptions.process_changes",
-        "schedule": 15.0,
+        "schedule": 2.0,
     },
     "remove-expired-locks-and-tokens": {
         "task": "orchestration.remove_expired_locks_and_tokens",

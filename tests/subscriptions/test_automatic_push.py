@@ -119,3 +119,13 @@ class AutomaticPushTests:
             orchestration_request={"orchestrationFlags": {"BROKEN": True}})
         assert changes_process() == 1
         assert Subscription.objects.get(owner="TemperatureConsumer").needs_evaluation
+
+
+class ChangeListenerTests:
+    def test_it_leaves_changes_to_the_scheduler_when_tasks_run_in_process(
+            self, subscription, django_capture_on_commit_callbacks):
+        with django_capture_on_commit_callbacks(execute=True):
+            make_rules(("TemperatureConsumer", B, 2))
+        assert CatalogChange.objects.count() == 1  # not processed inside the request
+        assert pushed_results() == [[A]]
+        assert changes_process() == 1
