@@ -14,7 +14,12 @@ from rest_framework.request import Request
 
 from config.conventions import names
 from config.conventions.versions import java_split
-from config.exceptions import AuthError, ExternalServerError, Forbidden, InvalidParameter
+from config.exceptions import (
+    AuthError,
+    ExternalServerError,
+    Forbidden,
+    InvalidParameter,
+)
 from config.tls_worker import CLIENT_CERT_ENVIRON_KEY
 from identity.certificates import certificate_identity, server_cloud
 from identity.models import User

@@ -28,13 +28,6 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
-class StrictBooleanField(serializers.BooleanField):
-    def to_internal_value(self, data: Any) -> bool:
-        if not isinstance(data, bool):
-            self.fail("invalid")
-        return data
-
-
 def optional_string_list(**kwargs: Any) -> serializers.ListField:
     """An optional list of strings whose elements may be null or blank (checked later)."""
     return serializers.ListField(

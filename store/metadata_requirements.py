@@ -15,10 +15,10 @@ Comparisons are Java type-strict: ``1 != 1.0`` and ``True != 1``.
 This module is pure (no ORM, no settings, no I/O) so callers can use it anywhere.
 """
 import re
-
-import regex
 from collections.abc import Callable
 from typing import Any
+
+import regex
 
 from config.exceptions import InvalidParameter
 

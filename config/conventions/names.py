@@ -32,6 +32,11 @@ def without_blanks(values, message: str):
     return values
 
 
+def list_without_blanks(values, what: str):
+    """`without_blanks` with the reference's message for query filters."""
+    return without_blanks(values, f"{what} list contains null or empty element")
+
+
 def java_trim(value: str) -> str:
     """Java's String.trim: strips ASCII control characters and spaces only."""
     return value.strip(_JAVA_BLANKS)

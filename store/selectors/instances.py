@@ -39,10 +39,6 @@ class InstanceFilters:
     metadata_requirements: tuple[dict, ...] = ()
 
 
-def _present(values: Sequence[str | None] | None, what: str) -> Sequence[str]:
-    return names.without_blanks(values, f"{what} list contains null or empty element")
-
-
 def instance_filters_parse(
     *,
     instance_ids: Sequence[str | None] | None = None,
@@ -61,11 +57,11 @@ def instance_filters_parse(
     metadata_requirements.validate_requirements(metadata_requirements_list,
                                                 "metadataRequirementsList")
     return InstanceFilters(
-        instance_ids=tuple(instance_id(v) for v in _present(instance_ids, "Instance id")),
-        providers=tuple(names.system_name(v) for v in _present(provider_names, "Provider name")),
-        service_definitions=tuple(names.service_definition(v) for v in _present(
+        instance_ids=tuple(instance_id(v) for v in names.list_without_blanks(instance_ids, "Instance id")),
+        providers=tuple(names.system_name(v) for v in names.list_without_blanks(provider_names, "Provider name")),
+        service_definitions=tuple(names.service_definition(v) for v in names.list_without_blanks(
             service_definition_names, "Service definition name")),
-        versions=tuple(version(v) for v in _present(versions, "Version")),
+        versions=tuple(version(v) for v in names.list_without_blanks(versions, "Version")),
         alives_at=alive,
         metadata_requirements=tuple(metadata_requirements_list or ()),
     )

@@ -36,10 +36,6 @@ class RuleFilters:
     created_by: str | None = None
 
 
-def _present(values: Sequence[str | None] | None, what: str) -> Sequence[str]:
-    return names.without_blanks(values, f"{what} list contains null or empty element")
-
-
 def rule_filters_parse(
     *,
     ids: Sequence[str | None] | None = None,
@@ -52,10 +48,10 @@ def rule_filters_parse(
 ) -> RuleFilters:
     """Validate and normalize query filters, in the reference's order. Every filter is
     optional (unlike the reference, an empty query lists every rule)."""
-    parsed_ids = tuple(require_uuid(value) for value in _present(ids, "Id"))
-    consumer_names = _present(consumer_names, "Consumer name")
-    service_definitions = _present(service_definitions, "Service definition name")
-    service_instance_ids = _present(service_instance_ids, "Service instance id")
+    parsed_ids = tuple(require_uuid(value) for value in names.list_without_blanks(ids, "Id"))
+    consumer_names = names.list_without_blanks(consumer_names, "Consumer name")
+    service_definitions = names.list_without_blanks(service_definitions, "Service definition name")
+    service_instance_ids = names.list_without_blanks(service_instance_ids, "Service instance id")
     if min_priority is not None and min_priority < 1:
         raise InvalidParameter("Invalid minimum priority: should be a positive integer")
     if max_priority is not None and max_priority < 1:

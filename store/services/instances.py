@@ -2,9 +2,9 @@
 and purge of expired instances. API, admin actions and the import command go through here."""
 import datetime as dt
 import json
-from types import SimpleNamespace
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from django.db import IntegrityError, transaction

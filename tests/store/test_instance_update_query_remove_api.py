@@ -149,8 +149,14 @@ class InstanceQueryApiTests:
     @pytest.mark.parametrize("sort_field", ["instanceId", "provider", "serviceDefinition",
                                             "version", "expiresAt", "createdAt", "updatedAt"])
     def test_it_sorts_by_every_allowed_field(self, api, catalog, sort_field):
-        response = post(api, I_QUERY, {"pagination": {"sortField": sort_field}})
-        assert response.status_code == 200 and response.json()["count"] == 3
+        from store.selectors.instances import SORT_COLUMNS
+
+        column = SORT_COLUMNS[sort_field]
+        for direction, sign in (("ASC", ""), ("DESC", "-")):
+            body = {"pagination": {"sortField": sort_field, "direction": direction}}
+            expected = list(ServiceInstance.objects.order_by(f"{sign}{column}", f"{sign}pk")
+                            .values_list("service_instance_id", flat=True))
+            assert ids(post(api, I_QUERY, body)) == expected
 
     def test_it_sorts_by_version_descending(self, api, catalog):
         body = {"pagination": {"sortField": "version", "direction": "desc"}}
