@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from django.apps import apps
+from django.db import connection
 from django.test import Client
 
 from tests.helpers import SYSOP, as_system
@@ -91,15 +92,15 @@ REFUSED = {
     "raw-infinity": b"1e999",
     "raw-negative-infinity": b"-1e999",
     "raw-nan-literal": b"NaN",
-    "nesting-past-the-decoder": b"[" * 100_000 + b"]" * 100_000,
+    "nesting-past-the-decoder": b"[" * 20_000 + b"]" * 20_000,
 }
 # Values some fields accept (metadata takes any JSON): never a 5xx, a 4xx writes nothing.
 TOLERATED = {
     "null": None, "true": True, "zero": 0, "negative": -1, "float": 1.5,
     "huge-int": 2**70, "max-digits-int": int("9" * 4000), "empty-string": "", "blank": "  ",
     "word": "x", "empty-list": [], "empty-object": {}, "object": {"a": 1},
-    "list-of-objects": [{"a": 1}], "deep-nesting": deep(500), "huge-string": "x" * 200_000,
-    "huge-list": ["x"] * 20_000, "control-characters": "a\x01\x1f\x7fb",
+    "list-of-objects": [{"a": 1}], "deep-nesting": deep(500), "huge-string": "x" * 100_000,
+    "huge-list": ["x"] * 5_000, "control-characters": "a\x01\x1f\x7fb",
     "bidi-and-zero-width": "a\u202e\u200bb", "emoji": "\U0001F600",
     "uuid-shaped": "00000000-0000-0000-0000-000000000000",
 }
@@ -142,10 +143,17 @@ def encoded(document: Any, raw: bytes | None = None) -> bytes:
     return text if raw is None else text.replace(json.dumps(RAW).encode(), raw)
 
 
+OWN_APPS = {"identity", "store", "orchestration", "subscriptions", "notifications"}
+
+
 def row_counts() -> dict[str, int]:
-    own = {"identity", "store", "orchestration", "subscriptions", "notifications"}
-    return {model._meta.label: model.objects.count() for model in apps.get_models()
-            if model._meta.app_label in own}
+    """Rows of every table of the service, in one round trip (the table runs thousands)."""
+    tables = sorted({model._meta.db_table for model in apps.get_models(include_auto_created=True)
+                     if model._meta.app_label in OWN_APPS})
+    counts = ", ".join(f"(SELECT count(*) FROM {connection.ops.quote_name(t)})" for t in tables)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {counts}")
+        return dict(zip(tables, cursor.fetchone(), strict=True))
 
 
 @pytest.fixture
