@@ -1,14 +1,17 @@
 """Issue 10 items 1 and 2 at the mechanism: what config.input_safety refuses in bodies, the
 request guard in URLs and headers, and that no error message can fail to encode."""
+import io
 import json
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.test import Client, RequestFactory, override_settings
 
 from config.errors import envelope, exception_handler
 from config.exceptions import InvalidParameter
 from config.input_safety import encodable, json_problem
 from config.renderers import JSONRenderer
+from store.models import Rule, ServiceInstance
 from tests.helpers import SYSOP, as_system, assert_error, with_token
 from tests.store.helpers import I_REMOVE, REMOVE
 
@@ -116,3 +119,19 @@ class UrlAndHeaderTests:
         response = client.get("/serviceorchestration/monitor/echo", HTTP_X_FORWARDED_FOR="\x00",
                               **as_system("Consumer"))
         assert response.json()["errorMessage"] == f"Header X-Forwarded-For: {NUL}"
+
+
+@pytest.mark.django_db
+class ImportFileTests:
+    """The import commands read JSON files: the same check as request bodies."""
+
+    @pytest.mark.parametrize("command, document", [
+        ("import_instances", {"instances": [{"systemName": "P", "metadata": {"a": "\x00"}}]}),
+        ("import_rules", {"entries": [{"consumer": "\ud800"}]}),
+    ])
+    def test_it_refuses_a_file_with_what_cannot_be_stored(self, tmp_path, command, document):
+        source = tmp_path / "import.json"
+        source.write_text(json.dumps(document))
+        with pytest.raises(CommandError, match="(NUL characters|Unpaired surrogates)"):
+            call_command(command, str(source), stderr=io.StringIO())
+        assert not ServiceInstance.objects.exists() and not Rule.objects.exists()
