@@ -38,7 +38,9 @@ class JsonProblemTests:
 
     def test_it_accepts_what_can_be_stored(self):
         document = {"emoji": "\U0001F600", "pair": json.loads('"\\ud83d\\ude00"'),
-                    "numbers": [0, -1.5, 10**100], "empty": [{}, [], "", None, True]}
+                    "numbers": [0, -1.5, 10**100], "empty": [{}, [], "", None, True],
+                    # what the fast screen mistakes for a refused value until it walks
+                    "look-alikes": ["\\u0000", "Infinity", "-Infinity", "NaN"]}
         assert json_problem(document) is None
 
     def test_it_walks_any_depth_without_recursion(self):
