@@ -101,6 +101,12 @@ class UrlAndHeaderTests:
         response = client.generic("DELETE" if "verify" not in url else "GET", url, **SYSOP)
         assert response.status_code < 500, response.content  # decoded with U+FFFD by Django
 
+    def test_too_many_query_parameters_are_no_server_error(self):
+        client = Client(raise_request_exception=False)
+        query = "&".join(f"uuids={i}" for i in range(5000))
+        response = client.delete(f"{REMOVE}?{query}", **SYSOP)
+        assert_error(response, 400, "INVALID_PARAMETER", "Bad request", f"DELETE {REMOVE}")
+
     def test_it_refuses_nul_in_the_declared_name(self):
         client = Client(raise_request_exception=False)
         response = client.get("/serviceorchestration/nothing", HTTP_AUTHORIZATION="Bearer "
