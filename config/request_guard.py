@@ -28,7 +28,8 @@ class RequestGuardMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        refusal = _body_refusal(request) or _text_refusal(request)
+        # The cheap text checks first: a chunked body is read only for a request worth it.
+        refusal = _text_refusal(request) or _body_refusal(request)
         if refusal is not None:
             status, message = refusal
             return error_response(request, status, InvalidParameter.exception_type, message)
