@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.apps import apps
 from django.db import connection
-from django.test import Client
+from django.test import Client, override_settings
 
 from tests.helpers import SYSOP, as_system
 from tests.orchestration.helpers import PULL
@@ -174,12 +174,13 @@ def send(client: Client, name: str, body: bytes):
     return client.post(path, data=body, content_type="application/json", **headers)
 
 
-def misbehaviour(client: Client, name: str, body: bytes, refused: bool) -> str | None:
-    """What was wrong with the answer to `body`, or None."""
+def misbehaviour(client: Client, name: str, body: bytes, refused: bool,
+                 status: int | None = None) -> str | None:
+    """What was wrong with the answer to `body` (not `status`, when given), or None."""
     before = row_counts()  # before the request: whatever it writes shows in the difference
     response = send(client, name, body)
     after = row_counts()
-    if response.status_code >= 500:
+    if response.status_code >= 500 or status not in (None, response.status_code):
         return f"{response.status_code} {response.content[:200]!r}"
     if response.status_code >= 400:
         error = response.json()
@@ -210,6 +211,18 @@ class HostileInputTests:
         for path in field_paths(document):
             body = replaced(document, path, RAW if raw is not None else value)
             problem = misbehaviour(client, name, encoded(body, raw), refused)
+            if problem is not None:
+                problems[path] = problem
+        assert problems == {}
+
+    @override_settings(MAX_REQUEST_BODY_BYTES=64 * 1024)  # the same rule, cheaper bodies
+    @pytest.mark.parametrize("name", list(REQUESTS))
+    def test_every_field_makes_a_body_too_large_answer_413(self, client, catalog, name):
+        document = REQUESTS[name][2]
+        problems = {}
+        for path in field_paths(document):
+            body = encoded(replaced(document, path, "x" * 64 * 1024))
+            problem = misbehaviour(client, name, body, refused=True, status=413)
             if problem is not None:
                 problems[path] = problem
         assert problems == {}
