@@ -13,7 +13,7 @@ from django.test import Client
 from store.models import Rule
 from tests.helpers import SYSOP, as_system, assert_error
 from tests.orchestration.helpers import PULL
-from tests.store.helpers import CREATE, I_CREATE, instance_body
+from tests.store.helpers import CREATE, I_CREATE, REMOVE, instance_body
 from tests.web_server import gunicorn
 
 CONSUMER = as_system("Consumer")
@@ -130,6 +130,19 @@ class RealServerBodyLimitTests:
         status, body = exchange(small_limit_server,
                                 request_head(PULL, "Transfer-Encoding: chunked"), chunked(data))
         assert (status, body["exceptionType"]) == (413, "INVALID_PARAMETER")
+
+    def test_it_stops_reading_a_chunked_body_one_byte_past_the_limit(self, small_limit_server):
+        # The body never ends (no last chunk): an answer proves the rest was not waited for.
+        endless_start = chunked(b"x" * 5000)[:-len(b"0\r\n\r\n")]
+        status, body = exchange(small_limit_server,
+                                request_head(PULL, "Transfer-Encoding: chunked"), endless_start)
+        assert (status, body["errorCode"]) == (413, 413)
+
+    def test_it_refuses_nul_in_the_url_through_the_real_server(self, small_limit_server):
+        status, body = exchange(small_limit_server, request_head(
+            f"{REMOVE}?uuids=%00", "Content-Length: 0").replace("POST", "DELETE", 1))
+        assert (status, body["errorMessage"]) == (
+            400, "Query parameter uuids: NUL characters (U+0000) are not allowed.")
 
     def test_it_reads_a_chunked_body_within_the_limit(self, small_limit_server):
         data = json.dumps({"entries": [{"consumer": "ChunkedConsumer",
