@@ -138,6 +138,14 @@ MANAGEMENT_WHITELIST = env.list("MANAGEMENT_WHITELIST", default=[])
 NORMALIZATION_MODE = env_choice("NORMALIZATION_MODE", "extended", ("extended", "simple"))
 MAX_PAGE_SIZE = env_positive_int("MAX_PAGE_SIZE", 1000)
 MAX_BULK_SIZE = env_positive_int("MAX_BULK_SIZE", 1000)
+# Request limits (docs/limits.md): one request may only cause work proportional to these.
+# Lists of entries or ids are bounded by MAX_BULK_SIZE; every other list, object and string in
+# a request body by the values below, checked before anything is validated further or written.
+MAX_LIST_LENGTH = env_positive_int("MAX_LIST_LENGTH", 100)
+MAX_STRING_LENGTH = env_positive_int("MAX_STRING_LENGTH", 4096)
+MAX_JSON_DEPTH = env_positive_int("MAX_JSON_DEPTH", 10)
+# Each requested operation costs one authorization token per token-protected result interface.
+MAX_PULL_OPERATIONS = env_positive_int("MAX_PULL_OPERATIONS", 20)
 QOS_ENABLED = env.bool("QOS_ENABLED", default=False)
 QOS_PROBE_INTERVAL_SECONDS = env_positive_int("QOS_PROBE_INTERVAL_SECONDS", 30)
 QOS_MEASUREMENT_MAX_AGE_SECONDS = env_positive_int("QOS_MEASUREMENT_MAX_AGE_SECONDS", 120)
