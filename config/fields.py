@@ -72,6 +72,27 @@ class BoundedListField(_Bounded, serializers.ListField):
         return super().to_internal_value(data)
 
 
+class RequirementListField(BoundedListField):
+    """A metadata/property requirement list (OR of AND-objects): each condition is evaluated
+    against every candidate, so the conditions of all its objects together are bounded by
+    MAX_LIST_LENGTH too, not only the number of objects."""
+
+    default_error_messages = {
+        "max_conditions": "Ensure the requirements have no more than {max_length} conditions "
+                          "together.",
+    }
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(child=BoundedJSONField(allow_null=True), **kwargs)
+
+    def to_internal_value(self, data: Any) -> list:
+        if isinstance(data, list) and len(data) <= self.limit:
+            conditions = sum(len(item) for item in data if isinstance(item, dict))
+            if conditions > self.limit:
+                self.fail("max_conditions", max_length=self.limit)
+        return super().to_internal_value(data)
+
+
 class BoundedDictField(_Bounded, serializers.DictField):
     """An object of at most MAX_LIST_LENGTH entries whose keys are at most MAX_STRING_LENGTH
     characters, both checked before any value is validated."""

@@ -7,8 +7,7 @@ from rest_framework import serializers
 
 from config.fields import (
     BoundedDictField,
-    BoundedJSONField,
-    BoundedListField,
+    RequirementListField,
     StrictCharField,
     StrictIntegerField,
     optional_string_list,
@@ -18,9 +17,8 @@ from config.fields import (
 MAX_SECONDS = 2_147_483_647  # durations are stored as database integers
 
 
-def _requirement_list(help_text: str) -> BoundedListField:
-    return BoundedListField(child=BoundedJSONField(allow_null=True), required=False,
-                            allow_null=True, help_text=help_text)
+def _requirement_list(help_text: str) -> RequirementListField:
+    return RequirementListField(required=False, allow_null=True, help_text=help_text)
 
 
 class ServiceRequirementSerializer(serializers.Serializer):

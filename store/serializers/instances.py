@@ -6,6 +6,7 @@ from config.fields import (
     BoundedJSONField,
     BoundedListField,
     PaginationField,
+    RequirementListField,
     StrictCharField,
     optional_string_list,
 )
@@ -84,8 +85,8 @@ class InstanceQuerySerializer(serializers.Serializer):
     serviceDefinitionNames = optional_string_list()
     versions = optional_string_list()
     alivesAt = StrictCharField(required=False, allow_null=True)
-    metadataRequirementsList = BoundedListField(
-        child=BoundedJSONField(allow_null=True), required=False, allow_null=True,
+    metadataRequirementsList = RequirementListField(
+        required=False, allow_null=True,
         help_text="OR of requirement objects; each object is an AND of key-path conditions.")
 
 
