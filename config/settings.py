@@ -146,6 +146,8 @@ MAX_STRING_LENGTH = env_positive_int("MAX_STRING_LENGTH", 4096)
 MAX_JSON_DEPTH = env_positive_int("MAX_JSON_DEPTH", 10)
 # Each requested operation costs one authorization token per token-protected result interface.
 MAX_PULL_OPERATIONS = env_positive_int("MAX_PULL_OPERATIONS", 20)
+# Every subscription of a system is re-evaluated whenever its rules or instances change.
+MAX_SUBSCRIPTIONS_PER_SYSTEM = env_positive_int("MAX_SUBSCRIPTIONS_PER_SYSTEM", 100)
 QOS_ENABLED = env.bool("QOS_ENABLED", default=False)
 QOS_PROBE_INTERVAL_SECONDS = env_positive_int("QOS_PROBE_INTERVAL_SECONDS", 30)
 QOS_MEASUREMENT_MAX_AGE_SECONDS = env_positive_int("QOS_MEASUREMENT_MAX_AGE_SECONDS", 120)

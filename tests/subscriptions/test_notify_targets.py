@@ -109,3 +109,23 @@ class HttpPathTests:
 
     def test_it_starts_the_path_with_a_slash(self, api):
         assert stored_properties(api, http(path="hooks/x?k=1"))["path"] == "/hooks/x?k=1"
+
+
+class SubscriptionCountTests:
+    """Every subscription of a system is re-evaluated whenever its rules or instances change:
+    their number per system is bounded (MAX_SUBSCRIPTIONS_PER_SYSTEM)."""
+
+    def test_it_refuses_a_subscription_past_the_limit(self, api, settings):
+        settings.MAX_SUBSCRIPTIONS_PER_SYSTEM = 2
+        for definition in ("first", "second"):
+            assert subscribe(api, subscription_body(definition)).status_code == 201
+        assert_error(subscribe(api, subscription_body("third")), 400, "INVALID_PARAMETER",
+                     "Too many subscriptions: TemperatureConsumer already has 2 (at most 2)",
+                     ORIGIN)
+        assert Subscription.objects.count() == 2
+
+    def test_it_still_overwrites_and_counts_per_system(self, api, settings):
+        settings.MAX_SUBSCRIPTIONS_PER_SYSTEM = 1
+        assert subscribe(api, subscription_body("first")).status_code == 201
+        assert subscribe(api, subscription_body("first", duration=5)).status_code == 200
+        assert subscribe(api, subscription_body("first"), consumer="Other").status_code == 201
