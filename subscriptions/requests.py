@@ -49,7 +49,8 @@ def _http(properties: dict) -> dict:
     address = _require(properties, "address", "Notify properties has no address property")
     port = _require(properties, "port", "Notify properties has no port property", text=False)
     text = str(port).strip() if isinstance(port, (str, int)) and not isinstance(port, bool) else ""
-    if not text.lstrip("-").isdigit():
+    # isdigit() alone also holds for superscripts ("²"), which int() refuses.
+    if not (text.isascii() and text.lstrip("-").isdigit()):
         raise InvalidParameter("Notify port is not a number")
     if not 1 <= int(text) <= 65535:
         raise InvalidParameter("Notify port is out of the valid range")

@@ -129,3 +129,9 @@ class SubscriptionCountTests:
         assert subscribe(api, subscription_body("first")).status_code == 201
         assert subscribe(api, subscription_body("first", duration=5)).status_code == 200
         assert subscribe(api, subscription_body("first"), consumer="Other").status_code == 201
+
+
+class HttpPortTests:
+    @pytest.mark.parametrize("port", ["\u00b2", "8\u00b9", "-\u00b3"])
+    def test_it_refuses_digits_that_are_not_decimal(self, api, port):
+        refused(api, http(port=port), "Notify port is not a number")
