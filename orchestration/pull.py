@@ -82,7 +82,8 @@ def qos_max_latency(request: OrchestrationRequest) -> int | None:
             raise InvalidParameter(f"Unsupported QoS requirement: {key}")
     value = qos.get(QOS_MAX_LATENCY)
     text = str(value).strip() if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
-    if not text.isascii() or not text.isdigit() or int(text) < 1:
+    # More than 18 digits is no latency, and int() refuses more than 4300 (a 500).
+    if not text.isascii() or not text.isdigit() or len(text) > 18 or int(text) < 1:
         raise InvalidParameter("Invalid QoS requirement: maxLatencyMs should be a positive "
                                "integer")
     return int(text)

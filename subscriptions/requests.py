@@ -52,7 +52,8 @@ def _http(properties: dict) -> dict:
     # isdigit() alone also holds for superscripts ("²"), which int() refuses.
     if not (text.isascii() and text.lstrip("-").isdigit()):
         raise InvalidParameter("Notify port is not a number")
-    if not 1 <= int(text) <= 65535:
+    # int() refuses more than 4300 digits (CPython's conversion limit): compare lengths first.
+    if len(text.lstrip("-").lstrip("0")) > 5 or not 1 <= int(text) <= 65535:
         raise InvalidParameter("Notify port is out of the valid range")
     method = _require(properties, "method", "Notify properties has no method property")
     if method.upper() not in HTTP_METHODS:

@@ -268,3 +268,12 @@ class DeepNestingTests:
         assert response.status_code == 400
         assert response.json()["errorMessage"].startswith("instances[0].metadata: Ensure lists "
                                                           "and objects are nested at most 10")
+
+
+class HugeNumberTests:
+    def test_it_refuses_a_latency_of_thousands_of_digits(self, api, settings):
+        settings.MAX_STRING_LENGTH, settings.QOS_ENABLED = 100_000, True
+        response = pull(api, {"qosRequirements": {"maxLatencyMs": "1" * 5000}})
+        assert response.status_code == 400
+        assert response.json()["errorMessage"] == ("Invalid QoS requirement: maxLatencyMs should "
+                                                   "be a positive integer")

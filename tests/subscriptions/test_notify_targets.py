@@ -135,3 +135,10 @@ class HttpPortTests:
     @pytest.mark.parametrize("port", ["\u00b2", "8\u00b9", "-\u00b3"])
     def test_it_refuses_digits_that_are_not_decimal(self, api, port):
         refused(api, http(port=port), "Notify port is not a number")
+
+    def test_it_refuses_a_port_of_thousands_of_digits(self, api, settings):
+        settings.MAX_STRING_LENGTH = 100_000
+        refused(api, http(port="1" * 5000), "Notify port is out of the valid range")
+
+    def test_it_accepts_leading_zeros(self, api):
+        assert stored_properties(api, http(port="0000080"))["port"] == 80
