@@ -40,6 +40,14 @@ def subscribe_all(api, notifies: list[dict], consumer_prefix: str) -> None:
         assert response.status_code == 201, response.content
 
 
+def assert_all_arrive_before(receivers: list[MqttReceiver], deadline: float) -> None:
+    """Each receiver got its notification, received (paho's monotonic reception time)
+    before `deadline`, a time.monotonic() value."""
+    for receiver in receivers:
+        message = receiver.get(timeout=max(0.5, deadline - time.monotonic()))
+        assert message.timestamp < deadline, f"{receiver.topic} arrived too late"
+
+
 class SlowHttpDestinationWithWorkerTests:
     def test_it_delays_only_its_own_notifications(self, api, celery_worker, silent_endpoint,
                                                   fast_receivers):
@@ -51,9 +59,7 @@ class SlowHttpDestinationWithWorkerTests:
 
         # Every MQTT notification arrives before a single HTTP request to the silent
         # endpoint could even have timed out.
-        deadline = started + settings.NOTIFY_HTTP_TIMEOUT_SECONDS - 1
-        for receiver in fast_receivers:
-            receiver.get(timeout=max(0.0, deadline - time.monotonic()))
+        assert_all_arrive_before(fast_receivers, started + settings.NOTIFY_HTTP_TIMEOUT_SECONDS)
         slow_rows = NotificationDelivery.objects.filter(protocol="HTTP")
         assert slow_rows.count() == SLOW_SUBSCRIBERS
         assert not slow_rows.exclude(status__in=(Status.PENDING, Status.SENDING)).exists()
@@ -70,3 +76,22 @@ class SlowHttpDestinationWithWorkerTests:
         accepted = silent_endpoint.accepted
         assert not slow_rows.filter(status=Status.DELIVERED).exists()
         assert accepted < SLOW_SUBSCRIBERS
+
+
+class SlowHttpDestinationWithoutBrokerTests:
+    def test_it_delays_only_its_own_notifications(self, api, settings, silent_endpoint,
+                                                  fast_receivers):
+        """Without a broker, pushes used to be sent in the thread that queued them (here the
+        subscribe request): the first silent endpoint held it, and everything after it."""
+        settings.CELERY_TASK_ALWAYS_EAGER = True
+        started = time.monotonic()
+        slow = {"protocol": "HTTP", "properties": silent_endpoint.properties()}
+        subscribe_all(api, [slow] * SLOW_SUBSCRIBERS, "SlowConsumer")
+        subscribe_all(api, [mqtt_notify(r.topic) for r in fast_receivers], "FastConsumer")
+
+        assert_all_arrive_before(fast_receivers, started + settings.NOTIFY_HTTP_TIMEOUT_SECONDS)
+        slow_rows = NotificationDelivery.objects.filter(protocol="HTTP")
+        assert slow_rows.count() == SLOW_SUBSCRIBERS
+        assert not slow_rows.exclude(status__in=(Status.PENDING, Status.SENDING)).exists()
+        assert silent_endpoint.accepted >= 1
+        assert silent_endpoint.most_open <= settings.NOTIFY_DESTINATION_MAX_IN_FLIGHT
