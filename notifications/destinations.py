@@ -55,8 +55,9 @@ def destination_admit(*, key: str, now: datetime) -> Deferral | None:
 
 
 def destination_record(*, key: str, reachable: bool, now: datetime) -> None:
-    """Feed the outcome of a send to the breaker. `reachable`: the destination answered (any
-    status; a refusal is the subscriber's business, not a sign that it is down)."""
+    """Feed the outcome of a send to the breaker. `reachable`: it was delivered, or refused
+    for good (the subscriber's business, not a sign that the destination is down); otherwise
+    a failure that counts towards opening the breaker."""
     if not key:
         return
     if reachable:

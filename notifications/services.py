@@ -143,7 +143,8 @@ def delivery_send(delivery_id: uuid.UUID | str) -> str:
         with ClaimHeartbeat(delivery.id, delivery.claimed_at):
             transports.send(delivery.protocol, delivery.properties, delivery.payload)
     except transports.TransportError as exc:
-        # An answer, even a refusal, shows the destination is up; only silence counts.
+        # What retrying may cure (silence, refused connections, 5xx, 408/429) counts against
+        # the destination; a permanent refusal shows it up and answering.
         destination_record(key=delivery.destination, reachable=not exc.transient,
                            now=timezone.now())
         if exc.transient:
