@@ -33,11 +33,17 @@ def destination_admit(*, key: str, now: datetime) -> Deferral | None:
     commits, whether one more send to `key` may start now. None: yes (the caller claims in the
     same transaction); otherwise until when and why it must wait."""
     destination = _locked(key, now)
+    if destination.open_until is not None and destination.open_until > now:
+        return Deferral(destination.open_until,
+                        f"Circuit open for {key} after {destination.consecutive_failures} "
+                        f"consecutive failures; waiting for the cool-down")
+    in_flight = NotificationDelivery.objects.filter(
+        destination=key, status=NotificationDelivery.Status.SENDING).count()
+    if in_flight >= settings.NOTIFY_DESTINATION_MAX_IN_FLIGHT:
+        return Deferral(now + timedelta(seconds=BUSY_RETRY_SECONDS),
+                        f"Waiting: {in_flight} sends to {key} in flight "
+                        f"(NOTIFY_DESTINATION_MAX_IN_FLIGHT)")
     if destination.open_until is not None:
-        if destination.open_until > now:
-            return Deferral(destination.open_until,
-                            f"Circuit open for {key} after {destination.consecutive_failures} "
-                            f"consecutive failures; waiting for the cool-down")
         # Half-open: this claim is the probe. Everyone else waits until it has had time to
         # fail (then the breaker re-opens) or it succeeded (then the breaker closes).
         destination.open_until = _cool_down_end(now) + timedelta(
@@ -45,12 +51,6 @@ def destination_admit(*, key: str, now: datetime) -> Deferral | None:
             + settings.NOTIFY_HTTP_TIMEOUT_SECONDS)
         destination.updated_at = now
         destination.save(update_fields=["open_until", "updated_at"])
-    in_flight = NotificationDelivery.objects.filter(
-        destination=key, status=NotificationDelivery.Status.SENDING).count()
-    if in_flight >= settings.NOTIFY_DESTINATION_MAX_IN_FLIGHT:
-        return Deferral(now + timedelta(seconds=BUSY_RETRY_SECONDS),
-                        f"Waiting: {in_flight} sends to {key} in flight "
-                        f"(NOTIFY_DESTINATION_MAX_IN_FLIGHT)")
     return None
 
 

@@ -7,6 +7,7 @@ Every write of the status is a conditional update, so concurrent workers, the sw
 admin can act on the same row without locks and without sending twice per claim.
 """
 import logging
+import time
 import uuid
 from collections.abc import Iterable
 from datetime import datetime, timedelta
@@ -285,10 +286,15 @@ def deliveries_sweep() -> int:
             id__in=[delivery_id for delivery_id, _ in rows], status=Status.PENDING,
             next_attempt_at__lte=due_before,
         ).update(next_attempt_at=now)
+    started, tried = time.monotonic(), 0
     for delivery_id, protocol in rows:
+        # A broker that refuses can take a while per row: the next sweep goes on.
+        if time.monotonic() - started >= settings.NOTIFICATION_SWEEP_INTERVAL_SECONDS:
+            break
         if not delivery_enqueue(delivery_id=delivery_id, protocol=protocol):
             delivery_send(delivery_id)
-    return len(rows)
+        tried += 1
+    return tried
 
 
 def _release_expired_claims(*, now: datetime) -> int:
