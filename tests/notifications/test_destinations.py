@@ -3,19 +3,20 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from datetime import timedelta
 
 import pytest
 from django.conf import settings as django_settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from notifications.destinations import destination_admit
 from notifications.models import NotificationDelivery, NotificationDestination
 from notifications.services import delivery_send
 from notifications.transports import TransportError, http_destination, send
-from tests.endpoints import BODY, free_port, make_delivery
+from tests.endpoints import BODY, SilentTcpServer, free_port, make_delivery
 
 pytestmark = pytest.mark.django_db
 
@@ -142,3 +143,36 @@ class LeaseSettingTests:
                                 text=True, timeout=60)
         assert result.returncode != 0
         assert "NOTIFICATION_SENDING_LEASE_SECONDS must be" in result.stderr
+
+
+@pytest.mark.django_db(transaction=True)
+class ConcurrencyLimitAcrossConnectionsTests:
+    def test_concurrent_senders_never_exceed_the_limit_of_a_destination(self, settings):
+        """Six senders, each with its own database connection (as separate workers have),
+        race for one silent destination: the claim under its row lock admits only two."""
+        settings.NOTIFY_DESTINATION_MAX_IN_FLIGHT = 2
+        settings.NOTIFY_HTTP_TIMEOUT_SECONDS = 2
+        server = SilentTcpServer()
+        try:
+            deliveries = [make_delivery("HTTP", server.properties()) for _ in range(6)]
+            start = threading.Barrier(len(deliveries))
+            results: list[str] = []
+
+            def sender(delivery: NotificationDelivery) -> None:
+                try:
+                    start.wait()
+                    results.append(delivery_send(delivery.id))
+                finally:
+                    connection.close()
+
+            threads = [threading.Thread(target=sender, args=(d,)) for d in deliveries]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(timeout=30)
+        finally:
+            server.close()
+        assert server.accepted == 2 and server.most_open <= 2
+        assert sorted(results) == ["PENDING"] * 6  # 2 timed out, 4 deferred
+        waiting = NotificationDelivery.objects.filter(last_error__startswith="Waiting:")
+        assert waiting.count() == 4 and not waiting.filter(attempts__gt=0).exists()
