@@ -248,18 +248,30 @@ MQTT_QOS = env.int("MQTT_QOS", default=1)
 if MQTT_QOS not in (0, 1, 2):
     raise ImproperlyConfigured(f"MQTT_QOS must be 0, 1 or 2, got {MQTT_QOS}")
 MQTT_TIMEOUT_SECONDS = env_positive_int("MQTT_TIMEOUT_SECONDS", 5)
+# Connecting (TCP and TLS) and then waiting for each read of the answer are bounded separately:
+# a dead host is given up on quickly, a slow one is given its read timeout.
+NOTIFY_HTTP_CONNECT_TIMEOUT_SECONDS = env_positive_int("NOTIFY_HTTP_CONNECT_TIMEOUT_SECONDS", 2)
 NOTIFY_HTTP_TIMEOUT_SECONDS = env_positive_int("NOTIFY_HTTP_TIMEOUT_SECONDS", 10)
+# One slow or dead HTTP destination (host:port) may only delay its own notifications: at most
+# this many sends to it at once (the others wait without holding a worker), and a circuit
+# breaker that stops sending to it after that many consecutive failures for the cool-down.
+NOTIFY_DESTINATION_MAX_IN_FLIGHT = env_positive_int("NOTIFY_DESTINATION_MAX_IN_FLIGHT", 2)
+NOTIFY_BREAKER_FAILURES = env_positive_int("NOTIFY_BREAKER_FAILURES", 5)
+NOTIFY_BREAKER_COOLDOWN_SECONDS = env_positive_int("NOTIFY_BREAKER_COOLDOWN_SECONDS", 30)
+# Threads sending HTTP(S) notifications: of the HTTP worker `make worker` starts, and of the
+# web process itself when there is no broker.
+NOTIFY_HTTP_CONCURRENCY = env_positive_int("NOTIFY_HTTP_CONCURRENCY", 8)
 NOTIFICATION_RETRY_BASE_SECONDS = env_positive_int("NOTIFICATION_RETRY_BASE_SECONDS", 2)
 NOTIFICATION_RETRY_MAX_SECONDS = env_positive_int("NOTIFICATION_RETRY_MAX_SECONDS", 300)
 NOTIFICATION_SWEEP_INTERVAL_SECONDS = env_positive_int("NOTIFICATION_SWEEP_INTERVAL_SECONDS", 5)
-NOTIFICATION_SENDING_LEASE_SECONDS = env_positive_int("NOTIFICATION_SENDING_LEASE_SECONDS", 120)
-# A lease shorter than one send would let the sweeper hand a message still in flight to a
-# second worker: a duplicate on every slow send.
-_LONGEST_SEND_SECONDS = max(MQTT_TIMEOUT_SECONDS, NOTIFY_HTTP_TIMEOUT_SECONDS)
-if NOTIFICATION_SENDING_LEASE_SECONDS <= 2 * _LONGEST_SEND_SECONDS:
+# A worker renews its claim every third of the lease while it sends, so only a dead claimant's
+# claim runs out; then the sweeper sends the notification again. Three seconds at least, so
+# that a renewal (one short UPDATE) always fits twice into a lease.
+NOTIFICATION_SENDING_LEASE_SECONDS = env_positive_int("NOTIFICATION_SENDING_LEASE_SECONDS", 15)
+if NOTIFICATION_SENDING_LEASE_SECONDS < 3:
     raise ImproperlyConfigured(
-        "NOTIFICATION_SENDING_LEASE_SECONDS must be more than twice the longest send timeout "
-        "(MQTT_TIMEOUT_SECONDS, NOTIFY_HTTP_TIMEOUT_SECONDS)"
+        f"NOTIFICATION_SENDING_LEASE_SECONDS must be at least 3, got "
+        f"{NOTIFICATION_SENDING_LEASE_SECONDS}"
     )
 CELERY_BEAT_SCHEDULE["sweep-notifications"] = {
     "task": "notifications.sweep",
