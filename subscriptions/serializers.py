@@ -1,14 +1,14 @@
 from rest_framework import serializers
 
-from config.fields import StrictCharField, StrictIntegerField
+from config.fields import BoundedDictField, StrictCharField, StrictIntegerField
 from orchestration.serializers import MAX_SECONDS, OrchestrationRequestSerializer
 
 
 class NotifyInterfaceSerializer(serializers.Serializer):
     protocol = StrictCharField(required=False, allow_null=True,
                                help_text="HTTP, HTTPS, MQTT or MQTTS (any case).")
-    properties = serializers.DictField(
-        child=serializers.JSONField(allow_null=True), required=False, allow_null=True,
+    properties = BoundedDictField(
+        required=False, allow_null=True,
         help_text="MQTT: topic. HTTP: address, port, method (POST/PUT/PATCH), path.")
 
 

@@ -1,7 +1,6 @@
 """Rule store management API (SPEC §3), one view per operation."""
 from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -9,7 +8,7 @@ from rest_framework.views import APIView
 from config.conventions.pagination import parse_pagination
 from config.conventions.uuids import require_uuid
 from config.exceptions import InvalidParameter
-from config.fields import StrictIntegerField
+from config.fields import BoundedDictField, StrictIntegerField
 from config.schema import error_responses
 from store.apis.common import query_list, validated
 from store.selectors.rules import (
@@ -80,8 +79,14 @@ class RuleCreateApi(APIView):
         return _rule_list_response(rules, len(rules), status=201)
 
 
-class PriorityMapField(serializers.DictField):
-    child = StrictIntegerField(allow_null=True)
+class PriorityMapField(BoundedDictField):
+    """The body of modify-priorities: one rule id per entry, so bounded like a bulk."""
+
+    default_error_messages = {"max_entries": "Priority map has more than {max_length} entries"}
+
+    def __init__(self) -> None:
+        super().__init__(child=StrictIntegerField(allow_null=True),
+                         limit_setting="MAX_BULK_SIZE")
 
 
 class RuleModifyPrioritiesApi(APIView):

@@ -2,7 +2,14 @@
 ServiceRegistry's instances)."""
 from rest_framework import serializers
 
-from config.fields import PaginationField, StrictCharField, optional_string_list
+from config.fields import (
+    BoundedJSONField,
+    BoundedListField,
+    PaginationField,
+    RequirementListField,
+    StrictCharField,
+    optional_string_list,
+)
 from store.interfaces import InterfaceDraft
 from store.services.instances import InstanceDraft, InstanceUpdateDraft
 
@@ -37,12 +44,12 @@ class InterfaceInputSerializer(serializers.Serializer):
     templateName = StrictCharField(required=False, allow_null=True)
     protocol = StrictCharField(required=False, allow_null=True)
     policy = StrictCharField(required=False, allow_null=True)
-    properties = serializers.JSONField(required=False, allow_null=True)
+    properties = BoundedJSONField(required=False, allow_null=True)
 
 
-def _interface_list() -> serializers.ListField:
-    return serializers.ListField(child=InterfaceInputSerializer(allow_null=True),
-                                 required=False, allow_null=True)
+def _interface_list() -> BoundedListField:
+    return BoundedListField(child=InterfaceInputSerializer(allow_null=True), required=False,
+                            allow_null=True)
 
 
 class InstanceInputSerializer(serializers.Serializer):
@@ -50,7 +57,7 @@ class InstanceInputSerializer(serializers.Serializer):
     serviceDefinitionName = StrictCharField(required=False, allow_null=True)
     version = StrictCharField(required=False, allow_null=True)
     expiresAt = StrictCharField(required=False, allow_null=True)
-    metadata = serializers.JSONField(required=False, allow_null=True)
+    metadata = BoundedJSONField(required=False, allow_null=True)
     interfaces = _interface_list()
 
 
@@ -62,7 +69,7 @@ class InstanceCreateSerializer(serializers.Serializer):
 class InstanceUpdateInputSerializer(serializers.Serializer):
     instanceId = StrictCharField(required=False, allow_null=True)
     expiresAt = StrictCharField(required=False, allow_null=True)
-    metadata = serializers.JSONField(required=False, allow_null=True)
+    metadata = BoundedJSONField(required=False, allow_null=True)
     interfaces = _interface_list()
 
 
@@ -73,13 +80,13 @@ class InstanceUpdateSerializer(serializers.Serializer):
 
 class InstanceQuerySerializer(serializers.Serializer):
     pagination = PaginationField(required=False, allow_null=True)
-    instanceIds = optional_string_list()
+    instanceIds = optional_string_list(limit_setting="MAX_BULK_SIZE")
     providerNames = optional_string_list()
     serviceDefinitionNames = optional_string_list()
     versions = optional_string_list()
     alivesAt = StrictCharField(required=False, allow_null=True)
-    metadataRequirementsList = serializers.ListField(
-        child=serializers.JSONField(allow_null=True), required=False, allow_null=True,
+    metadataRequirementsList = RequirementListField(
+        required=False, allow_null=True,
         help_text="OR of requirement objects; each object is an AND of key-path conditions.")
 
 

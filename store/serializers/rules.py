@@ -31,10 +31,10 @@ class RuleListSerializer(serializers.Serializer):
 
 class RuleQuerySerializer(serializers.Serializer):
     pagination = PaginationField(required=False, allow_null=True)
-    ids = optional_string_list()
+    ids = optional_string_list(limit_setting="MAX_BULK_SIZE")
     consumerNames = optional_string_list()
     serviceDefinitions = optional_string_list()
-    serviceInstanceIds = optional_string_list()
+    serviceInstanceIds = optional_string_list(limit_setting="MAX_BULK_SIZE")
     minPriority = StrictIntegerField(required=False, allow_null=True)
     maxPriority = StrictIntegerField(required=False, allow_null=True)
     createdBy = StrictCharField(required=False, allow_null=True)
