@@ -54,6 +54,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "config.request_id.RequestIdMiddleware",
+    "config.request_guard.RequestGuardMiddleware",  # body size, NUL in URL and headers
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -148,6 +149,10 @@ MAX_JSON_DEPTH = env_positive_int("MAX_JSON_DEPTH", 10)
 MAX_PULL_OPERATIONS = env_positive_int("MAX_PULL_OPERATIONS", 20)
 # Every subscription of a system is re-evaluated whenever its rules or instances change.
 MAX_SUBSCRIPTIONS_PER_SYSTEM = env_positive_int("MAX_SUBSCRIPTIONS_PER_SYSTEM", 100)
+# Largest request body (413 above it, checked before reading; config.request_guard). 2 MiB
+# holds a create of MAX_BULK_SIZE instances of about 2 KB each (docs/decisions.md).
+MAX_REQUEST_BODY_BYTES = env_positive_int("MAX_REQUEST_BODY_BYTES", 2 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES  # Django's own check (admin forms) agrees
 QOS_ENABLED = env.bool("QOS_ENABLED", default=False)
 QOS_PROBE_INTERVAL_SECONDS = env_positive_int("QOS_PROBE_INTERVAL_SECONDS", 30)
 QOS_MEASUREMENT_MAX_AGE_SECONDS = env_positive_int("QOS_MEASUREMENT_MAX_AGE_SECONDS", 120)
@@ -196,7 +201,7 @@ MQTT_BROKER_URL = env.str("MQTT_BROKER_URL", default="mqtt://127.0.0.1:1883")
 
 # --- REST framework and OpenAPI -------------------------------------------------------------
 REST_FRAMEWORK = {
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["config.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["config.parsers.JSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": ["config.auth.ArrowheadAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["config.auth.ManagementPermission"],
