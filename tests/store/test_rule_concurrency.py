@@ -8,7 +8,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from config.conventions.instance_ids import parse_instance_id
+from config.exceptions import InvalidParameter
 from store.models import Rule
+from store.services.rules import ValidRule, rules_store
 from tests.helpers import SYSOP
 from tests.store.helpers import CREATE, MODIFY, entry, make_rules
 
@@ -145,3 +148,60 @@ class RuleConcurrencyTests:
         remover.join(timeout=30)
         assert result[0].status_code == 200
         assert list(Rule.objects.values_list("id", "priority")) == [(r2.id, 1)]
+
+
+class RuleDeadlockTests:
+    def test_two_creates_of_the_same_keys_at_the_same_moment_do_not_deadlock(self, monkeypatch):
+        """The unique index of rule keys is deferrable, so PostgreSQL checks a multi-row
+        INSERT's keys at the end of the statement: two inserts of the same keys running at
+        the same time each waited for the other, "deadlock detected", a 500. Now a create
+        takes its rule sets' locks first: the second waits, then finds the keys taken."""
+        rules = [ValidRule("Consumer1", parse_instance_id(f"P{n}|svc|1.0.0"), n)
+                 for n in range(1, 3001)]
+        arrived = {name: threading.Event() for name in ("a", "b")}
+        original = type(Rule.objects).bulk_create
+
+        def bulk_create_together(manager, objs, *args, **kwargs):
+            """Both creates insert at once: each waits for the other to get here (or to wait
+            for a lock, which is where the fixed code keeps the second one)."""
+            me = threading.current_thread().name
+            arrived[me].set()
+            other = arrived["b" if me == "a" else "a"]
+            deadline = time.monotonic() + 20
+            while not other.is_set() and not lock_waiters() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            return original(manager, objs, *args, **kwargs)
+
+        monkeypatch.setattr(type(Rule.objects), "bulk_create", bulk_create_together)
+        outcomes: dict[str, object] = {}
+
+        def create(name, order):
+            try:
+                rules_store(order, requester="Sysop", batch_size=len(order))
+                outcomes[name] = "created"
+            except Exception as error:  # noqa: BLE001 - the test reports what it got
+                outcomes[name] = error
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=create, args=("a", rules), name="a"),
+                   threading.Thread(target=create, args=("b", rules[::-1]), name="b")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert list(outcomes.values()).count("created") == 1, outcomes
+        (loser,) = (value for value in outcomes.values() if value != "created")
+        assert isinstance(loser, InvalidParameter), outcomes
+        assert loser.message.startswith("There is already an existing entity with consumer "
+                                        "name: Consumer1, service definition: svc, priority:")
+        assert Rule.objects.count() == len(rules)
+
+
+def lock_waiters() -> int:
+    """How many other sessions of this database wait for a lock."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                       "WHERE NOT l.granted AND a.datname = current_database() "
+                       "AND a.pid <> pg_backend_pid()")
+        return cursor.fetchone()[0]
