@@ -1,5 +1,6 @@
 """Concurrent writers against the real PostgreSQL: the unique constraint decides races and
 the loser gets the same 400 as if it had come second."""
+import logging
 import threading
 import time
 
@@ -151,11 +152,18 @@ class RuleConcurrencyTests:
 
 
 class RuleDeadlockTests:
-    def test_two_creates_of_the_same_keys_at_the_same_moment_do_not_deadlock(self, monkeypatch):
+    @pytest.mark.parametrize("locks", ["rule set locks", "retry alone"])
+    def test_two_creates_of_the_same_keys_at_the_same_moment_do_not_deadlock(self, monkeypatch,
+                                                                             caplog, locks):
         """The unique index of rule keys is deferrable, so PostgreSQL checks a multi-row
         INSERT's keys at the end of the statement: two inserts of the same keys running at
         the same time each waited for the other, "deadlock detected", a 500. Now a create
-        takes its rule sets' locks first: the second waits, then finds the keys taken."""
+        takes its rule sets' locks first: the second waits, then finds the keys taken. With
+        the locks switched off the deadlock happens, and the retry turns it into the same
+        400."""
+        caplog.set_level(logging.INFO, logger="config.transaction_retry")
+        if locks == "retry alone":
+            monkeypatch.setattr("store.services.rules.rule_sets_lock", lambda rule_sets: None)
         rules = [ValidRule("Consumer1", parse_instance_id(f"P{n}|svc|1.0.0"), n)
                  for n in range(1, 3001)]
         arrived = {name: threading.Event() for name in ("a", "b")}
@@ -196,6 +204,8 @@ class RuleDeadlockTests:
         assert loser.message.startswith("There is already an existing entity with consumer "
                                         "name: Consumer1, service definition: svc, priority:")
         assert Rule.objects.count() == len(rules)
+        retried = "retrying: deadlock detected" in caplog.text
+        assert retried == (locks == "retry alone"), caplog.text
 
 
 def lock_waiters() -> int:
