@@ -14,6 +14,7 @@ from config.exceptions import InvalidParameter
 from store.models import Rule
 from store.services.rules import ValidRule, rules_store
 from tests.helpers import SYSOP
+from tests.store.concurrency import meet_before, run_in_two_threads
 from tests.store.helpers import CREATE, MODIFY, entry, make_rules
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -166,38 +167,13 @@ class RuleDeadlockTests:
             monkeypatch.setattr("store.services.rules.rule_sets_lock", lambda rule_sets: None)
         rules = [ValidRule("Consumer1", parse_instance_id(f"P{n}|svc|1.0.0"), n)
                  for n in range(1, 3001)]
-        arrived = {name: threading.Event() for name in ("a", "b")}
-        original = type(Rule.objects).bulk_create
+        meet_before(monkeypatch, Rule.objects, "bulk_create", ("a", "b"))
 
-        def bulk_create_together(manager, objs, *args, **kwargs):
-            """Both creates insert at once: each waits for the other to get here (or to wait
-            for a lock, which is where the fixed code keeps the second one)."""
-            me = threading.current_thread().name
-            arrived[me].set()
-            other = arrived["b" if me == "a" else "a"]
-            deadline = time.monotonic() + 20
-            while not other.is_set() and not lock_waiters() and time.monotonic() < deadline:
-                time.sleep(0.01)
-            return original(manager, objs, *args, **kwargs)
+        def create(order):
+            rules_store(order, requester="Sysop", batch_size=len(order))
+            return "created"
 
-        monkeypatch.setattr(type(Rule.objects), "bulk_create", bulk_create_together)
-        outcomes: dict[str, object] = {}
-
-        def create(name, order):
-            try:
-                rules_store(order, requester="Sysop", batch_size=len(order))
-                outcomes[name] = "created"
-            except Exception as error:  # noqa: BLE001 - the test reports what it got
-                outcomes[name] = error
-            finally:
-                connection.close()
-
-        threads = [threading.Thread(target=create, args=("a", rules), name="a"),
-                   threading.Thread(target=create, args=("b", rules[::-1]), name="b")]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=60)
+        outcomes = run_in_two_threads(create, (rules,), (rules[::-1],))
         assert list(outcomes.values()).count("created") == 1, outcomes
         (loser,) = (value for value in outcomes.values() if value != "created")
         assert isinstance(loser, InvalidParameter), outcomes
@@ -207,11 +183,3 @@ class RuleDeadlockTests:
         retried = "retrying: deadlock detected" in caplog.text
         assert retried == (locks == "retry alone"), caplog.text
 
-
-def lock_waiters() -> int:
-    """How many other sessions of this database wait for a lock."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
-                       "WHERE NOT l.granted AND a.datname = current_database() "
-                       "AND a.pid <> pg_backend_pid()")
-        return cursor.fetchone()[0]
