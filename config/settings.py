@@ -86,9 +86,30 @@ TEMPLATES = [
 DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}"),
 }
+# A busy SQLite waits this long for the write lock before "database is locked".
+SQLITE_BUSY_TIMEOUT_SECONDS = env.float("SQLITE_BUSY_TIMEOUT_SECONDS", default=20.0)
+if SQLITE_BUSY_TIMEOUT_SECONDS <= 0:
+    raise ImproperlyConfigured("SQLITE_BUSY_TIMEOUT_SECONDS must be positive")
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     VAR_DIR.mkdir(exist_ok=True)  # the first-run database lives in var/ (git-ignored)
+    # Several web processes (and their scheduler threads) share the file. WAL lets readers
+    # go on while one writes; IMMEDIATE makes a write transaction take the write lock when it
+    # begins, where SQLite waits for it (busy timeout), instead of failing at once with
+    # "database is locked" when a read transaction tries to become a writer.
+    DATABASES["default"].setdefault("OPTIONS", {}).update({
+        "transaction_mode": "IMMEDIATE",
+        "timeout": SQLITE_BUSY_TIMEOUT_SECONDS,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    })
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+# A write transaction aborted for a concurrent one (deadlock, serialization failure, SQLite
+# busy) runs again this many times, after a jittered backoff starting at this many seconds
+# (doubling); a conflict that remains is a 423 LOCKED (config.transaction_retry).
+DATABASE_CONFLICT_RETRIES = env.int("DATABASE_CONFLICT_RETRIES", default=5)
+DATABASE_CONFLICT_BACKOFF_SECONDS = env.float("DATABASE_CONFLICT_BACKOFF_SECONDS", default=0.05)
+if DATABASE_CONFLICT_RETRIES < 0 or DATABASE_CONFLICT_BACKOFF_SECONDS < 0:
+    raise ImproperlyConfigured("DATABASE_CONFLICT_RETRIES and DATABASE_CONFLICT_BACKOFF_SECONDS "
+                               "must not be negative")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # SQLite ignores the deferrable rule constraint; the code has a path for it (store.services.rules).
 SILENCED_SYSTEM_CHECKS = ["models.W038"]

@@ -19,6 +19,7 @@ from django.utils import timezone
 from rest_framework.utils.encoders import JSONEncoder
 
 from config.exceptions import Forbidden, InvalidParameter
+from config.transaction_retry import retry_on_conflict
 from notifications.services import deliveries_cancel, delivery_create
 from orchestration.models import OrchestrationJob
 from orchestration.pull import orchestrate, orchestrate_recorded
@@ -66,6 +67,7 @@ def _ensure_room_for_one_more(owner: str) -> None:
                                f"(at most {limit})")
 
 
+@retry_on_conflict
 def subscription_upsert(*, requester: str, subscribe: SubscribeRequest,
                         trigger: bool) -> tuple[Subscription, bool]:
     """Create the subscription, or overwrite the requester's subscription for the same
@@ -96,6 +98,7 @@ def subscription_upsert(*, requester: str, subscribe: SubscribeRequest,
     raise AssertionError("unreachable")
 
 
+@retry_on_conflict
 def subscription_delete(*, requester: str, subscription_id: uuid.UUID) -> bool:
     """Remove the requester's subscription. False when there is none; Forbidden when it is
     another system's."""
@@ -111,10 +114,12 @@ def subscription_delete(*, requester: str, subscription_id: uuid.UUID) -> bool:
     return True
 
 
+@retry_on_conflict
 def subscriptions_remove_expired(*, now: dt.datetime | None = None) -> int:
     now = now or timezone.now()
     with transaction.atomic():
-        expired = list(Subscription.objects.select_for_update().filter(expires_at__lte=now))
+        expired = list(Subscription.objects.select_for_update().filter(expires_at__lte=now)
+                       .order_by("pk"))  # one lock order for every multi-row writer
         for subscription in expired:
             deliveries_cancel(subscription_id=subscription.id, reason="Subscription expired")
         Subscription.objects.filter(pk__in=[s.pk for s in expired]).delete()
@@ -161,6 +166,7 @@ def _push(subscription: Subscription, *, now: dt.datetime) -> None:
     subscription.save(update_fields=["last_fingerprint", "last_pushed_at", "needs_evaluation"])
 
 
+@retry_on_conflict
 def subscription_evaluate(*, subscription_id: uuid.UUID, force: bool = False) -> bool:
     """Re-run the subscription's orchestration as a preview; push when the result differs
     from the last pushed one (or when forced). Returns whether a push was queued. Expired or
@@ -188,18 +194,29 @@ def subscription_evaluate(*, subscription_id: uuid.UUID, force: bool = False) ->
 def changes_process() -> int:
     """Turn pending catalog changes into `needs_evaluation` flags (one transaction), then
     evaluate every flagged subscription once. Returns how many pushes were queued."""
-    with transaction.atomic():
-        changes = list(CatalogChange.objects.select_for_update(skip_locked=True)
-                       .order_by("id")[:CHANGE_BATCH])
-        consumers = {c for change in changes for c in change.consumers}
-        instance_ids = {i for change in changes for i in change.instance_ids}
-        if instance_ids:
-            consumers.update(Rule.objects.filter(service_instance_id__in=instance_ids)
-                             .values_list("consumer", flat=True).distinct())
-        if consumers:
-            Subscription.objects.filter(target__in=consumers).update(needs_evaluation=True)
-        CatalogChange.objects.filter(pk__in=[change.pk for change in changes]).delete()
+    _changes_flag()
     return subscriptions_evaluate_flagged()
+
+
+@retry_on_conflict
+@transaction.atomic
+def _changes_flag() -> None:
+    changes = list(CatalogChange.objects.select_for_update(skip_locked=True)
+                   .order_by("id")[:CHANGE_BATCH])
+    consumers = {c for change in changes for c in change.consumers}
+    instance_ids = {i for change in changes for i in change.instance_ids}
+    if instance_ids:
+        consumers.update(Rule.objects.filter(service_instance_id__in=instance_ids)
+                         .values_list("consumer", flat=True).distinct())
+    if consumers:
+        # Lock the rows in id order first: a bulk UPDATE locks them in whatever order
+        # its plan reads them, which two concurrent rounds need not share.
+        flagged = list(Subscription.objects.select_for_update().filter(target__in=consumers)
+                       .order_by("pk").values_list("pk", flat=True))
+        for start in range(0, len(flagged), CHANGE_BATCH):  # short IN lists
+            Subscription.objects.filter(pk__in=flagged[start:start + CHANGE_BATCH]).update(
+                needs_evaluation=True)
+    CatalogChange.objects.filter(pk__in=[change.pk for change in changes]).delete()
 
 
 def subscriptions_evaluate_flagged() -> int:

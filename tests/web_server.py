@@ -16,11 +16,13 @@ from tests.worker import ROOT, _database_url
 
 
 @contextmanager
-def gunicorn(env: dict[str, str], log_path: Path) -> Iterator[int]:
-    """Serve the service with `env` on a free loopback port; yields the port."""
+def gunicorn(env: dict[str, str | None], log_path: Path) -> Iterator[int]:
+    """Serve the service with `env` (a None value unsets the variable) on a free loopback
+    port; yields the port."""
     port = free_port()
     environment = {**os.environ, "DATABASE_URL": _database_url(), "HOST": "127.0.0.1",
                    "PORT": str(port), "WEB_CONCURRENCY": "1", "SERVE_STATIC": "false", **env}
+    environment = {name: value for name, value in environment.items() if value is not None}
     with log_path.open("w") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "--config", "python:config.gunicorn",

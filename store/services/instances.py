@@ -15,6 +15,7 @@ from config.conventions.instance_ids import build_instance_id, instance_id
 from config.conventions.timestamps import parse_utc
 from config.conventions.versions import normalize_version, validate_version
 from config.exceptions import InvalidParameter
+from config.transaction_retry import retry_on_conflict
 from store.changes import change_record
 from store.interfaces import (
     InterfaceDraft,
@@ -158,12 +159,25 @@ def _interfaces_of(pairs, measured: dict[tuple, tuple]) -> list[ServiceInterface
     return rows
 
 
-@transaction.atomic
-def _store_chunk(instances: Sequence[ValidInstance], now: dt.datetime) -> list[ServiceInstance]:
-    """Existing ids are updated in place (never deleted and re-created, so a concurrent
-    remove cannot lose them), new ones inserted."""
-    existing = {i.service_instance_id: i for i in ServiceInstance.objects.select_for_update()
-                .filter(service_instance_id__in=[v.instance_id for v in instances])}
+def _lock_existing(instance_ids: Sequence[str], batch_size: int) -> dict[str, ServiceInstance]:
+    """Lock the stored instances among these ids, in id order (chunked queries, ascending
+    chunks), before anything is written: concurrent writers of overlapping ids then wait for
+    each other in one order instead of deadlocking."""
+    ordered = sorted(instance_ids)
+    locked: dict[str, ServiceInstance] = {}
+    for start in range(0, len(ordered), batch_size):
+        locked.update((i.service_instance_id, i) for i in ServiceInstance.objects
+                      .select_for_update().filter(service_instance_id__in=ordered[
+                          start:start + batch_size]).order_by("service_instance_id"))
+    return locked
+
+
+def _store_chunk(instances: Sequence[ValidInstance], existing: dict[str, ServiceInstance],
+                 now: dt.datetime) -> list[ServiceInstance]:
+    """Existing ids (locked by the caller) are updated in place (never deleted and
+    re-created, so a concurrent remove cannot lose them), new ones inserted."""
+    existing = {v.instance_id: existing[v.instance_id] for v in instances
+                if v.instance_id in existing}
     measured = _measured(existing.values())
     rows, new = [], []
     for valid in instances:
@@ -183,20 +197,25 @@ def _store_chunk(instances: Sequence[ValidInstance], now: dt.datetime) -> list[S
     return rows
 
 
+@retry_on_conflict
 @transaction.atomic
 def instances_store(instances: Sequence[ValidInstance], *, batch_size: int = 500,
                     progress=None) -> list[ServiceInstance]:
     """Create validated instances; an instance whose id exists is replaced (its metadata,
     expiry and interfaces; it keeps its creation time and its interfaces' latency
-    measurements when address and port are unchanged)."""
+    measurements when address and port are unchanged). Rows are locked and inserted in id
+    order (see `_lock_existing`); the answer keeps the request's order."""
     now = timezone.now()
     change_record(instance_ids=[instance.instance_id for instance in instances])
-    rows: list[ServiceInstance] = []
-    for start in range(0, len(instances), batch_size):
-        rows.extend(_store_chunk(instances[start:start + batch_size], now))
+    existing = _lock_existing([instance.instance_id for instance in instances], batch_size)
+    ordered = sorted(instances, key=lambda instance: instance.instance_id)
+    rows: dict[str, ServiceInstance] = {}
+    for start in range(0, len(ordered), batch_size):
+        chunk = ordered[start:start + batch_size]
+        rows.update(zip((v.instance_id for v in chunk), _store_chunk(chunk, existing, now)))
         if progress:
             progress(len(rows))
-    return _with_interfaces(rows)
+    return _with_interfaces([rows[instance.instance_id] for instance in instances])
 
 
 def instance_create_many(*, drafts: Sequence[InstanceDraft | None],
@@ -218,6 +237,7 @@ def _update_validate(draft: InstanceUpdateDraft, now: dt.datetime):
             metadata_validate(draft.metadata), interfaces_validate(draft.interfaces))
 
 
+@retry_on_conflict
 def instance_update_many(*, drafts: Sequence[InstanceUpdateDraft | None],
                          limit: int | None) -> list[ServiceInstance]:
     """Replace expiry (absent clears it), metadata and the whole interface list of existing
@@ -227,8 +247,7 @@ def instance_update_many(*, drafts: Sequence[InstanceUpdateDraft | None],
     updates = [_update_validate(draft, now) for draft in drafts]
     _ensure_distinct((update[0] for update in updates), "Duplicated instance id")
     with transaction.atomic():
-        stored = {i.service_instance_id: i for i in ServiceInstance.objects.select_for_update()
-                  .filter(service_instance_id__in=[u[0] for u in updates])}
+        stored = _lock_existing([update[0] for update in updates], batch_size=len(updates))
         for update in updates:
             if update[0] not in stored:
                 raise InvalidParameter(f"Instance id does not exist: {update[0]}")
@@ -247,12 +266,19 @@ def instance_update_many(*, drafts: Sequence[InstanceUpdateDraft | None],
     return _with_interfaces(rows)
 
 
+@retry_on_conflict
 @transaction.atomic
 def instance_delete_many(*, instance_ids: Iterable[str]) -> int:
-    instances = ServiceInstance.objects.filter(service_instance_id__in=list(instance_ids))
-    change_record(instance_ids=instances.values_list("service_instance_id", flat=True))
-    deleted = instances.delete()
-    return deleted[1].get(ServiceInstance._meta.label, 0)
+    """Remove instances (their rows locked in id order first, as every instance writer does).
+    `instance_ids` may be a lazy queryset: a retry evaluates it again."""
+    locked = _lock_existing(list(instance_ids), batch_size=1000)
+    change_record(instance_ids=locked)
+    pks = [instance.pk for instance in locked.values()]
+    deleted = 0
+    for start in range(0, len(pks), 1000):  # short IN lists on big imports (--replace)
+        counts = ServiceInstance.objects.filter(pk__in=pks[start:start + 1000]).delete()[1]
+        deleted += counts.get(ServiceInstance._meta.label, 0)
+    return deleted
 
 
 def instance_remove_expired(*, now: dt.datetime | None = None) -> int:

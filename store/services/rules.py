@@ -12,8 +12,10 @@ from config.conventions import names
 from config.conventions.instance_ids import ServiceInstanceId, parse_instance_id
 from config.conventions.uuids import require_uuid
 from config.exceptions import InvalidParameter
+from config.transaction_retry import retry_on_conflict
 from store.changes import change_record
 from store.models import MAX_PRIORITY, UNIQUE_PRIORITY, Rule
+from store.services.locks import rule_sets_lock
 
 # How many rules one duplicate-check query looks at (keeps IN lists short on big imports).
 _CHECK_CHUNK = 1000
@@ -111,15 +113,17 @@ def _new_rule(rule: ValidRule, requester: str, now) -> Rule:
     )
 
 
+@retry_on_conflict
 def rules_store(rules: Sequence[ValidRule], *, requester: str, batch_size: int = 1000,
                 progress=None) -> list[Rule]:
     """Insert validated rules in one transaction, all or nothing. A rule that a concurrent
-    request stored first is refused with the same 400 as one stored before (the unique
-    constraint decides the race)."""
+    request stored first is refused with the same 400 as one stored before: the rule set
+    locks make the later request wait and then see it (the unique constraint is the net)."""
     now = timezone.now()
     created = [_new_rule(rule, requester, now) for rule in rules]
     try:
         with transaction.atomic():
+            rule_sets_lock((rule.consumer, rule.instance.service_definition) for rule in rules)
             rules_ensure_not_stored(rules)
             change_record(consumers=(rule.consumer for rule in rules))
             for start in range(0, len(created), batch_size):
@@ -165,6 +169,7 @@ def _ensure_unique_after(changes: dict[uuid.UUID, int], rules: Iterable[Rule]) -
         taken.add(key)
 
 
+@retry_on_conflict
 def rule_priorities_modify(*, priorities: dict[str, int | None], requester: str) -> list[Rule]:
     """Apply new priorities atomically: swaps and rotations inside a rule set work, and
     several rule sets may change in one call."""
@@ -207,27 +212,42 @@ def _store_priorities(rules: list[Rule]) -> None:
         cursor.execute(f"SET CONSTRAINTS {UNIQUE_PRIORITY} IMMEDIATE")  # check now
 
 
+def _rule_sets_of(rules) -> list[tuple[str, str]]:
+    """The (consumer, service definition) pairs of a rule queryset. They never change for a
+    rule (only its priority does), so reading them before locking is safe."""
+    return list(rules.values_list("consumer", "service_definition").distinct())
+
+
 def _lock_rule_sets_of(rule_ids: Iterable[uuid.UUID]) -> list[Rule]:
-    """Lock every rule of the rule sets (consumer, service definition) the ids belong to, in id
-    order, so that concurrent modifications wait for each other instead of deadlocking."""
-    rule_sets = Q(pk__in=[])
-    for consumer, definition in (Rule.objects.filter(id__in=rule_ids)
-                                 .values_list("consumer", "service_definition").distinct()):
-        rule_sets |= Q(consumer=consumer, service_definition=definition)
-    return list(Rule.objects.select_for_update().filter(rule_sets).order_by("id"))
+    """Lock the rule sets (consumer, service definition) the ids belong to, then every rule
+    of them in id order, so that concurrent writers wait for each other instead of
+    deadlocking."""
+    rule_sets = _rule_sets_of(Rule.objects.filter(id__in=rule_ids))
+    rule_sets_lock(rule_sets)
+    matching = Q(pk__in=[])
+    for consumer, definition in rule_sets:
+        matching |= Q(consumer=consumer, service_definition=definition)
+    return list(Rule.objects.select_for_update().filter(matching).order_by("id"))
 
 
-@transaction.atomic
-def rule_delete_many(*, ids: Iterable[uuid.UUID]) -> int:
-    rules = Rule.objects.filter(id__in=list(ids))
-    change_record(consumers=rules.values_list("consumer", flat=True).distinct())
+def _delete_locked(rules) -> int:
+    """Delete a rule queryset after locking its rule sets (which keeps every other rule
+    writer off its rows)."""
+    rule_sets = _rule_sets_of(rules)
+    rule_sets_lock(rule_sets)
+    change_record(consumers=(consumer for consumer, _ in rule_sets))
     deleted, _ = rules.delete()
     return deleted
 
 
+@retry_on_conflict
+@transaction.atomic
+def rule_delete_many(*, ids: Sequence[uuid.UUID]) -> int:
+    return _delete_locked(Rule.objects.filter(id__in=list(ids)))
+
+
+@retry_on_conflict
 @transaction.atomic
 def rule_delete_all() -> int:
     """Remove every rule (import --replace)."""
-    change_record(consumers=Rule.objects.values_list("consumer", flat=True).distinct())
-    deleted, _ = Rule.objects.all().delete()
-    return deleted
+    return _delete_locked(Rule.objects.all())

@@ -1,5 +1,6 @@
 """Concurrent writers against the real PostgreSQL: the unique constraint decides races and
 the loser gets the same 400 as if it had come second."""
+import logging
 import threading
 import time
 
@@ -8,8 +9,12 @@ from django.db import connection, transaction
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from config.conventions.instance_ids import parse_instance_id
+from config.exceptions import InvalidParameter
 from store.models import Rule
+from store.services.rules import ValidRule, rules_store
 from tests.helpers import SYSOP
+from tests.store.concurrency import meet_before, run_in_two_threads
 from tests.store.helpers import CREATE, MODIFY, entry, make_rules
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -145,3 +150,36 @@ class RuleConcurrencyTests:
         remover.join(timeout=30)
         assert result[0].status_code == 200
         assert list(Rule.objects.values_list("id", "priority")) == [(r2.id, 1)]
+
+
+class RuleDeadlockTests:
+    @pytest.mark.parametrize("locks", ["rule set locks", "retry alone"])
+    def test_two_creates_of_the_same_keys_at_the_same_moment_do_not_deadlock(self, monkeypatch,
+                                                                             caplog, locks):
+        """The unique index of rule keys is deferrable, so PostgreSQL checks a multi-row
+        INSERT's keys at the end of the statement: two inserts of the same keys running at
+        the same time each waited for the other, "deadlock detected", a 500. Now a create
+        takes its rule sets' locks first: the second waits, then finds the keys taken. With
+        the locks switched off the deadlock happens, and the retry turns it into the same
+        400."""
+        caplog.set_level(logging.INFO, logger="config.transaction_retry")
+        if locks == "retry alone":
+            monkeypatch.setattr("store.services.rules.rule_sets_lock", lambda rule_sets: None)
+        rules = [ValidRule("Consumer1", parse_instance_id(f"P{n}|svc|1.0.0"), n)
+                 for n in range(1, 3001)]
+        meet_before(monkeypatch, Rule.objects, "bulk_create", ("a", "b"))
+
+        def create(order):
+            rules_store(order, requester="Sysop", batch_size=len(order))
+            return "created"
+
+        outcomes = run_in_two_threads(create, (rules,), (rules[::-1],))
+        assert list(outcomes.values()).count("created") == 1, outcomes
+        (loser,) = (value for value in outcomes.values() if value != "created")
+        assert isinstance(loser, InvalidParameter), outcomes
+        assert loser.message.startswith("There is already an existing entity with consumer "
+                                        "name: Consumer1, service definition: svc, priority:")
+        assert Rule.objects.count() == len(rules)
+        retried = "retrying: deadlock detected" in caplog.text
+        assert retried == (locks == "retry alone"), caplog.text
+
