@@ -147,7 +147,10 @@ class ServiceWorker(ThreadWorker):
         parsed = isinstance(req, Request)
         origin = f"{req.method} {req.path}" if parsed else UNPARSED_ORIGIN
         if status < 500:
-            message = str(exc) or HTTPStatus(status).phrase
+            # gunicorn's own texts are terse ("limit request headers fields"): lead with the
+            # status phrase.
+            phrase = HTTPStatus(status).phrase
+            message = f"{phrase}: {exc}" if str(exc) else phrase
             self.log.warning("Invalid request from ip=%s: %s", (addr or ("",))[0], exc)
         else:
             message = "Internal server error"
