@@ -2,13 +2,16 @@
 processes): connections that drip their headers or body, or send nothing at all, must not stop
 others from being served, and the server closes them after its read timeouts."""
 import http.client
+import io
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+from django.core.management import call_command
 
 from tests.web_server import gunicorn
 
@@ -98,8 +101,10 @@ def dripping(port: int, prefix: bytes, drip: bytes) -> Iterator[Dripper]:
         dripper.close()
 
 
-def echo_answers(port: int) -> bool:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=PATIENCE / 2)
+def echo_answers(port: int, tls: ssl.SSLContext | None = None) -> bool:
+    connection = (http.client.HTTPSConnection("127.0.0.1", port, timeout=PATIENCE / 2,
+                                              context=tls) if tls else
+                  http.client.HTTPConnection("127.0.0.1", port, timeout=PATIENCE / 2))
     try:
         connection.request("GET", ECHO)
         response = connection.getresponse()
@@ -113,10 +118,11 @@ def echo_answers(port: int) -> bool:
 HEADER_DRIP = b"X-Slow: " + b"a" * 200
 
 
-def assert_served_while_dripping(slow: Dripper, port: int, after_at_least: float = 0) -> None:
+def assert_served_while_dripping(slow: Dripper, port: int, after_at_least: float = 0,
+                                 tls: ssl.SSLContext | None = None) -> None:
     """Echo answers although the slow clients hold connections; the server closes all of
     them, no sooner than `after_at_least` seconds (the timeout, not at once)."""
-    assert echo_answers(port), "echo got no answer while slow clients held connections"
+    assert echo_answers(port, tls), "echo got no answer while slow clients held connections"
     slow.wait_all_closed()
     assert len(slow.closed_after) == SLOW_CLIENTS, (
         f"only {len(slow.closed_after)} of {SLOW_CLIENTS} slow connections were closed by "
@@ -171,3 +177,24 @@ def test_a_kept_alive_connection_is_closed_when_idle(server):
         assert connection.recv(65536) == b""
     finally:
         connection.close()
+
+
+@pytest.fixture(scope="module")
+def tls_server(django_db_setup, django_db_blocker, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("certificates")
+    call_command("make_certificates", str(directory), "--system", "consumer-a",
+                 stdout=io.StringIO())
+    tls = {"TLS_CERT_FILE": str(directory / "SimpleStoreServiceOrchestration.pem"),
+           "TLS_KEY_FILE": str(directory / "SimpleStoreServiceOrchestration.key"),
+           "TLS_CA_FILE": str(directory / "ca.pem"),
+           "WEB_CONCURRENCY": "2", "SERVER_HEADER_TIMEOUT_SECONDS": str(HEADER_TIMEOUT)}
+    with django_db_blocker.unblock():
+        with gunicorn(tls, tmp_path_factory.mktemp("gunicorn") / "log") as port:
+            yield port, ssl.create_default_context(cafile=str(directory / "ca.pem"))
+
+
+def test_clients_dripping_a_tls_handshake_do_not_block_others_and_are_closed(tls_server):
+    port, tls = tls_server
+    # A TLS record header announcing a 512-byte ClientHello, which then comes a byte at a time.
+    with dripping(port, b"\x16\x03\x01\x02\x00", b"\x01") as slow:
+        assert_served_while_dripping(slow, port, HEADER_TIMEOUT, tls)
