@@ -1,15 +1,20 @@
 """The gunicorn worker of the service (`worker_class` in config.gunicorn).
 
 It is gunicorn's threaded worker (`gthread`: a main loop that accepts and polls connections,
-requests served by a pool of threads; docs/performance.md says why) with three additions:
+requests served by a pool of threads; docs/performance.md says why) with these additions:
 
-- Read deadlines. gthread only bounds the wait for a connection's *first* byte; once a thread
-  reads a request it blocks until the request head is complete, so a few clients dripping
-  their headers a byte at a time would hold every thread. Here a request head must arrive
-  within SERVER_HEADER_TIMEOUT_SECONDS and a request body within SERVER_BODY_TIMEOUT_SECONDS
-  of its head. The main loop enforces both (it wakes at least once a second) by shutting the
-  socket down, which wakes the blocked thread: a late head closes the connection, a late body
-  is answered 408 in the error envelope.
+- Slow clients hold no thread. gthread waits up to 5 s in a thread for a connection's first
+  byte, and once a thread reads a request it blocks until the request head is complete: a few
+  clients dripping their headers a byte at a time would hold every thread. Here a plain-HTTP
+  request is gathered from the poller without waiting: a thread takes what has arrived and, as
+  long as the head (and a body that fits in GATHER_LIMIT) is incomplete, gives the connection
+  back to the poller at once. Only complete requests (or larger ones) occupy a thread.
+- Read deadlines. A request head must arrive within SERVER_HEADER_TIMEOUT_SECONDS and a body
+  within SERVER_BODY_TIMEOUT_SECONDS of its head, else the connection is closed. For a request
+  a thread reads (TLS, where bytes cannot be inspected before the handshake, and requests
+  larger than GATHER_LIMIT) the main loop enforces them (it wakes at least once a second) by
+  shutting the socket down, which wakes the blocked thread: a late head closes the connection,
+  a late body the application was reading is answered 408 in the error envelope.
 - Errors that gunicorn answers itself (request line too long 414, header fields too large or
   too many 431, malformed request 400, ...) carry the error envelope instead of HTML.
 - The verified TLS client certificate (if any) reaches the application in the WSGI environ under
@@ -18,6 +23,7 @@ requests served by a pool of threads; docs/performance.md says why) with three a
   ever reach the environ as `HTTP_*` keys.
 """
 import json
+import re
 import socket
 import ssl
 import threading
@@ -33,11 +39,17 @@ from gunicorn.http import errors as http_errors
 from gunicorn.http.message import Request
 from gunicorn.http.wsgi import Response, default_environ
 from gunicorn.util import write_nonblock
-from gunicorn.workers.gthread import TConn, ThreadWorker
+from gunicorn.workers.gthread import _DEFER, TConn, ThreadWorker
 
 from config.exceptions import ArrowheadError, InternalServerError, InvalidParameter
 
 CLIENT_CERT_ENVIRON_KEY = "arrowhead.client_certificate"
+
+# A plain-HTTP request whose head and body together are at most this long is gathered from the
+# poller before a thread serves it; larger ones are read by a thread, under the deadlines.
+GATHER_LIMIT = 64 * 1024
+_CONTENT_LENGTH = re.compile(rb"\ncontent-length[ \t]*:[ \t]*(\d+)[ \t]*\r?\n", re.IGNORECASE)
+_TRANSFER_ENCODING = re.compile(rb"\ntransfer-encoding[ \t]*:", re.IGNORECASE)
 
 # `origin` of an error answered before the request line could be read.
 UNPARSED_ORIGIN = "HTTP"
@@ -65,6 +77,37 @@ class RequestTimeout(ArrowheadError):
     exception_type = InvalidParameter.exception_type
 
 
+class _Gathering:
+    """What has arrived of a connection's next request while it waits in the poller."""
+
+    def __init__(self, data: bytes, deadline: float) -> None:
+        self.data = data
+        self.deadline = deadline  # for the head, then for the body
+        self.head_done = False
+
+    def ready(self, now: float, body_timeout: float) -> bool:
+        """Whether a thread should serve the request now."""
+        if len(self.data) >= GATHER_LIMIT:
+            return True
+        end = self.data.find(b"\r\n\r\n")
+        head_length = end + 4
+        if end < 0:
+            end = self.data.find(b"\n\n")  # gunicorn refuses bare LF; let it answer
+            head_length = end + 2
+        if end < 0:
+            return False
+        head = self.data[:head_length]
+        if _TRANSFER_ENCODING.search(head):
+            return True  # a chunked body is read by the thread, under the body deadline
+        length = _CONTENT_LENGTH.search(head)
+        needed = head_length + (int(length.group(1)) if length else 0)
+        if needed > GATHER_LIMIT:
+            return True
+        if not self.head_done:
+            self.head_done, self.deadline = True, now + body_timeout
+        return len(self.data) >= needed
+
+
 @dataclass
 class _Deadline:
     at: float
@@ -88,12 +131,49 @@ class ServiceWorker(ThreadWorker):
     # --- read deadlines -----------------------------------------------------------------------
 
     def handle(self, conn: TConn) -> Any:  # in a pool thread: read a request head, serve it
+        if not self.cfg.is_ssl:
+            verdict = self._gather(conn)
+            if verdict is not None:
+                return verdict
         self._deadlines[conn] = _Deadline(time.monotonic() + self._header_timeout,
                                           socket.SHUT_RDWR)
         try:
             return super().handle(conn)
         finally:
             self._deadlines.pop(conn, None)
+
+    def _gather(self, conn: TConn) -> Any:
+        """Take what has arrived of the next request without waiting. None when a thread should
+        serve it now; gthread's _DEFER to wait in the poller for more; False to close."""
+        now = time.monotonic()
+        # Kept on the connection object: it lives exactly as long as the connection.
+        gathering: _Gathering | None = getattr(conn, "gathering", None)
+        if gathering is None:
+            # A kept-alive connection may hold the start of its next request already.
+            early = conn.parser.unreader.take_buffered() if conn.parser else b""
+            gathering = conn.gathering = _Gathering(early, now + self._header_timeout)
+        try:
+            while len(gathering.data) < GATHER_LIMIT:
+                chunk = conn.sock.recv(GATHER_LIMIT, socket.MSG_DONTWAIT)
+                if not chunk:  # the client closed its side
+                    if not gathering.data:
+                        return False
+                    break
+                gathering.data += chunk
+        except BlockingIOError:
+            pass
+        except OSError:
+            return False
+        if not gathering.ready(now, self._body_timeout):
+            if gathering.deadline <= now:
+                self._log_late(conn, "body" if gathering.head_done else "head")
+                return False
+            return _DEFER
+        conn.gathering = None
+        conn.init()  # the parser; plain TCP, so nothing is read
+        conn.parser.unreader.unread(gathering.data)
+        conn.data_ready = True  # no waiting for the socket: the bytes are in the parser
+        return None
 
     def handle_request(self, req: Request, conn: TConn) -> bool:  # the head is complete
         self._deadlines[conn] = _Deadline(time.monotonic() + self._body_timeout, socket.SHUT_RD)
@@ -105,18 +185,31 @@ class ServiceWorker(ThreadWorker):
     def murder_pending(self) -> None:  # the main loop calls this at least once a second
         super().murder_pending()
         now = time.monotonic()
-        for conn, deadline in self._deadlines.copy().items():
+        late = [conn for conn in self.pending_conns
+                if getattr(conn, "gathering", None) and conn.gathering.deadline <= now]
+        for conn in late:  # waiting in the poller for the rest of a request
+            self._log_late(conn, "body" if conn.gathering.head_done else "head")
+            self.pending_conns.remove(conn)
+            try:
+                self.poller.unregister(conn.sock)
+            except (OSError, KeyError, ValueError):
+                pass
+            self.nr_conns -= 1
+            conn.close()
+        for conn, deadline in self._deadlines.copy().items():  # being read by a thread
             if deadline.at <= now and not deadline.expired:
                 deadline.expired = True
-                self.log.info("Closing a connection from %s: request %s not received in time",
-                              conn.client[0] if conn.client else "?",
-                              "head" if deadline.how == socket.SHUT_RDWR else "body")
+                self._log_late(conn, "head" if deadline.how == socket.SHUT_RDWR else "body")
                 try:
                     # The plain-socket shutdown, also under TLS: the SSL object belongs to
                     # the thread blocked reading it.
                     socket.socket.shutdown(conn.sock, deadline.how)
                 except OSError:
                     pass  # already closed
+
+    def _log_late(self, conn: TConn, part: str) -> None:
+        self.log.info("Closing a connection from %s: request %s not received in time",
+                      conn.client[0] if conn.client else "?", part)
 
     # --- the application ----------------------------------------------------------------------
 

@@ -198,3 +198,23 @@ def test_clients_dripping_a_tls_handshake_do_not_block_others_and_are_closed(tls
     # A TLS record header announcing a 512-byte ClientHello, which then comes a byte at a time.
     with dripping(port, b"\x16\x03\x01\x02\x00", b"\x01") as slow:
         assert_served_while_dripping(slow, port, HEADER_TIMEOUT, tls)
+
+
+@pytest.fixture(scope="module")
+def patient_server(django_db_setup, django_db_blocker, tmp_path_factory):
+    """One process of two threads whose header timeout is far beyond the test's patience."""
+    with django_db_blocker.unblock():
+        with gunicorn({"WEB_CONCURRENCY": "1", "WEB_THREADS": "2",
+                       "SERVER_HEADER_TIMEOUT_SECONDS": str(PATIENCE * 4)},
+                      tmp_path_factory.mktemp("gunicorn") / "log") as port:
+            yield port
+
+
+def test_more_dripping_clients_than_threads_hold_no_thread(patient_server):
+    # With a thread per dripping client, echo would wait for the header timeout (120 s).
+    with dripping(patient_server, f"GET {ECHO} HTTP/1.1\r\nHost: x\r\n".encode(), HEADER_DRIP):
+        assert echo_answers(patient_server), "echo waited behind clients dripping headers"
+    body_drip = (f"POST {PULL} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 f"Content-Length: 1000\r\n\r\n").encode()
+    with dripping(patient_server, body_drip, b" "):
+        assert echo_answers(patient_server), "echo waited behind clients dripping small bodies"
