@@ -49,7 +49,8 @@ CLIENT_CERT_ENVIRON_KEY = "arrowhead.client_certificate"
 # poller before a thread serves it; larger ones are read by a thread, under the deadlines.
 GATHER_LIMIT = 64 * 1024
 _CONTENT_LENGTH = re.compile(rb"\ncontent-length[ \t]*:[ \t]*(\d+)[ \t]*\r?\n", re.IGNORECASE)
-_TRANSFER_ENCODING = re.compile(rb"\ntransfer-encoding[ \t]*:", re.IGNORECASE)
+# A chunked body, or one the client sends only after "100 Continue", is read by a thread.
+_BODY_READ_BY_THREAD = re.compile(rb"\n(transfer-encoding|expect)[ \t]*:", re.IGNORECASE)
 
 # `origin` of an error answered before the request line could be read.
 UNPARSED_ORIGIN = "HTTP"
@@ -97,8 +98,8 @@ class _Gathering:
         if end < 0:
             return False
         head = self.data[:head_length]
-        if _TRANSFER_ENCODING.search(head):
-            return True  # a chunked body is read by the thread, under the body deadline
+        if _BODY_READ_BY_THREAD.search(head):
+            return True  # under the body deadline
         length = _CONTENT_LENGTH.search(head)
         needed = head_length + (int(length.group(1)) if length else 0)
         if needed > GATHER_LIMIT:

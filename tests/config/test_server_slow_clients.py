@@ -218,3 +218,20 @@ def test_more_dripping_clients_than_threads_hold_no_thread(patient_server):
                  f"Content-Length: 1000\r\n\r\n").encode()
     with dripping(patient_server, body_drip, b" "):
         assert echo_answers(patient_server), "echo waited behind clients dripping small bodies"
+
+
+def test_a_client_expecting_100_continue_gets_it_before_sending_its_body(server):
+    body = b'{"serviceRequirement": {}}'
+    with socket.create_connection(("127.0.0.1", server), timeout=PATIENCE / 2) as connection:
+        connection.sendall(f"POST {PULL} HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                           f"Authorization: Bearer SYSTEM//consumer\r\n"
+                           f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                           f"\r\n".encode())
+        assert connection.recv(65536).startswith(b"HTTP/1.1 100 Continue")
+        connection.sendall(body)
+        received = b""
+        while b"\r\n\r\n" not in received:
+            chunk = connection.recv(65536)
+            assert chunk, "the server closed the connection before answering"
+            received += chunk
+        assert received.startswith(b"HTTP/1.1 200 ")
