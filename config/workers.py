@@ -135,13 +135,24 @@ class ServiceWorker(ThreadWorker):
         if not self.cfg.is_ssl:
             verdict = self._gather(conn)
             if verdict is not None:
-                return verdict
+                return self._closed_here(conn, verdict)
         self._deadlines[conn] = _Deadline(time.monotonic() + self._header_timeout,
                                           socket.SHUT_RDWR)
         try:
-            return super().handle(conn)
+            result = super().handle(conn)
         finally:
             self._deadlines.pop(conn, None)
+        return self._closed_here(conn, result)
+
+    @staticmethod
+    def _closed_here(conn: TConn, result: Any) -> Any:
+        """gthread closes a finished connection gracefully in its main loop, lingering up to 2 s
+        for the rest of what the client sends: a client that keeps sending would stall every
+        connection of the process meanwhile. Close it in this pool thread instead; the main
+        loop's close is then a no-op."""
+        if result is False:
+            conn.close(graceful=True)
+        return result
 
     def _gather(self, conn: TConn) -> Any:
         """Take what has arrived of the next request without waiting. None when a thread should
@@ -164,10 +175,12 @@ class ServiceWorker(ThreadWorker):
         except BlockingIOError:
             pass
         except OSError:
+            conn.close()
             return False
         if not gathering.ready(now, self._body_timeout):
             if gathering.deadline <= now:
                 self._log_late(conn, "body" if gathering.head_done else "head")
+                conn.close()  # without lingering: it would only read more of the same
                 return False
             return _DEFER
         conn.gathering = None
