@@ -20,7 +20,7 @@ from config.exceptions import (
     Forbidden,
     InvalidParameter,
 )
-from config.tls_worker import CLIENT_CERT_ENVIRON_KEY
+from config.workers import CLIENT_CERT_ENVIRON_KEY
 from identity.certificates import certificate_identity, server_cloud
 from identity.models import User
 from identity.outsourced import AuthenticationUnavailable, identity_token_verify_remote
@@ -102,7 +102,7 @@ def _valid_name(name: str | None) -> bool:
 
 
 def _certificate(request: Request) -> Requester:
-    """The TLS client certificate, verified by the server (config.tls_worker), identifies the
+    """The TLS client certificate, verified by the server (config.workers), identifies the
     system; headers are not looked at."""
     url = request.build_absolute_uri(request.path).rstrip("/")
     identity = certificate_identity(request.META.get(CLIENT_CERT_ENVIRON_KEY))

@@ -8,14 +8,22 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 from django.conf import settings  # noqa: E402
 
 bind = [f"{settings.HOST}:{settings.PORT}"]
+# Threaded workers with read deadlines: slow clients cannot hold the server (docs/performance.md).
+worker_class = "config.workers.ServiceWorker"
 workers = settings.WEB_CONCURRENCY
+threads = settings.WEB_THREADS
+worker_connections = settings.SERVER_MAX_CONNECTIONS
+keepalive = settings.SERVER_KEEPALIVE_SECONDS
+graceful_timeout = settings.SERVER_GRACEFUL_TIMEOUT_SECONDS
+limit_request_line = settings.SERVER_LIMIT_REQUEST_LINE
+limit_request_fields = settings.SERVER_LIMIT_REQUEST_FIELDS
+limit_request_field_size = settings.SERVER_LIMIT_REQUEST_FIELD_SIZE
 accesslog = "-"
 
 if settings.TLS_CERT_FILE:  # generic_https
     import ssl
 
     certfile, keyfile = settings.TLS_CERT_FILE, settings.TLS_KEY_FILE
-    worker_class = "config.tls_worker.ClientCertificateWorker"
     if settings.TLS_CA_FILE:
         # Ask for a client certificate and verify it against the CA; a client without one
         # still gets an HTTP answer (echo, or 401 under the certificate policy).

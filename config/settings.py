@@ -29,6 +29,13 @@ def env_positive_int(name: str, default: int) -> int:
     return value
 
 
+def env_positive_seconds(name: str, default: float) -> float:
+    value = env.float(name, default=default)
+    if not value > 0:
+        raise ImproperlyConfigured(f"{name} must be a positive number of seconds, got {value}")
+    return value
+
+
 # --- Django core --------------------------------------------------------------------------
 SECRET_KEY = env.str("SECRET_KEY", default="insecure-local-default-change-me-in-production")
 DEBUG = env.bool("DEBUG", default=False)
@@ -131,6 +138,23 @@ SYSTEM_NAME = env.str("SYSTEM_NAME", default="SimpleStoreServiceOrchestration")
 HOST = env.str("HOST", default="127.0.0.1")
 PORT = env.int("PORT", default=8465)
 WEB_CONCURRENCY = env_positive_int("WEB_CONCURRENCY", 2)
+# The HTTP server (config.gunicorn, config.workers; docs/operations.md, docs/performance.md).
+WEB_THREADS = env_positive_int("WEB_THREADS", 8)
+SERVER_MAX_CONNECTIONS = env_positive_int("SERVER_MAX_CONNECTIONS", 1000)
+SERVER_HEADER_TIMEOUT_SECONDS = env_positive_seconds("SERVER_HEADER_TIMEOUT_SECONDS", 10)
+SERVER_BODY_TIMEOUT_SECONDS = env_positive_seconds("SERVER_BODY_TIMEOUT_SECONDS", 30)
+SERVER_KEEPALIVE_SECONDS = env_positive_int("SERVER_KEEPALIVE_SECONDS", 5)
+SERVER_GRACEFUL_TIMEOUT_SECONDS = env_positive_int("SERVER_GRACEFUL_TIMEOUT_SECONDS", 30)
+SERVER_LIMIT_REQUEST_LINE = env_positive_int("SERVER_LIMIT_REQUEST_LINE", 8190)
+SERVER_LIMIT_REQUEST_FIELDS = env_positive_int("SERVER_LIMIT_REQUEST_FIELDS", 100)
+SERVER_LIMIT_REQUEST_FIELD_SIZE = env_positive_int("SERVER_LIMIT_REQUEST_FIELD_SIZE", 8190)
+# gunicorn would silently use its own maximum instead of a larger value.
+if SERVER_LIMIT_REQUEST_LINE > 8190:
+    raise ImproperlyConfigured("SERVER_LIMIT_REQUEST_LINE must be at most 8190 "
+                               "(gunicorn's maximum)")
+if SERVER_LIMIT_REQUEST_FIELDS > 32768:
+    raise ImproperlyConfigured("SERVER_LIMIT_REQUEST_FIELDS must be at most 32768 "
+                               "(gunicorn's maximum)")
 
 AUTHENTICATION_POLICIES = ("declared", "token", "outsourced", "certificate")
 AUTHENTICATION_POLICY = env_choice("AUTHENTICATION_POLICY", "declared", AUTHENTICATION_POLICIES)

@@ -1,0 +1,351 @@
+"""The gunicorn worker of the service (`worker_class` in config.gunicorn).
+
+It is gunicorn's threaded worker (`gthread`: a main loop that accepts and polls connections,
+requests served by a pool of threads; docs/performance.md says why) with these additions:
+
+- Slow clients hold no thread. gthread waits up to 5 s in a thread for a connection's first
+  byte, and once a thread reads a request it blocks until the request head is complete: a few
+  clients dripping their headers a byte at a time would hold every thread. Here a plain-HTTP
+  request is gathered from the poller without waiting: a thread takes what has arrived and, as
+  long as the head (and a body that fits in GATHER_LIMIT) is incomplete, gives the connection
+  back to the poller at once. Only complete requests (or larger ones) occupy a thread.
+- Read deadlines. A request head must arrive within SERVER_HEADER_TIMEOUT_SECONDS and a body
+  within SERVER_BODY_TIMEOUT_SECONDS of its head, else the connection is closed. For a request
+  a thread reads (TLS, where bytes cannot be inspected before the handshake, and requests
+  larger than GATHER_LIMIT) the main loop enforces them (it wakes at least once a second) by
+  shutting the socket down, which wakes the blocked thread: a late head closes the connection,
+  a late body the application was reading is answered 408 in the error envelope.
+- Errors that gunicorn answers itself (request line too long 414, header fields too large or
+  too many 431, malformed request 400, ...) carry the error envelope instead of HTML.
+- The verified TLS client certificate (if any) reaches the application in the WSGI environ under
+  `CLIENT_CERT_ENVIRON_KEY`. gunicorn verifies client certificates against TLS_CA_FILE during
+  the handshake but does not pass them on. Clients cannot forge the key: header values only
+  ever reach the environ as `HTTP_*` keys.
+"""
+import json
+import re
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+from http import HTTPStatus
+from typing import Any
+
+from django.conf import settings
+from gunicorn.http import errors as http_errors
+from gunicorn.http.message import Request
+from gunicorn.http.wsgi import Response, default_environ
+from gunicorn.util import write_nonblock
+from gunicorn.workers.gthread import _DEFER, TConn, ThreadWorker
+
+from config.exceptions import ArrowheadError, InternalServerError, InvalidParameter
+
+CLIENT_CERT_ENVIRON_KEY = "arrowhead.client_certificate"
+
+# A plain-HTTP request whose head and body together are at most this long is gathered from the
+# poller before a thread serves it; larger ones are read by a thread, under the deadlines.
+GATHER_LIMIT = 64 * 1024
+_CONTENT_LENGTH = re.compile(rb"\ncontent-length[ \t]*:[ \t]*(\d+)[ \t]*\r?\n", re.IGNORECASE)
+# A chunked body, or one the client sends only after "100 Continue", is read by a thread.
+_BODY_READ_BY_THREAD = re.compile(rb"\n(transfer-encoding|expect)[ \t]*:", re.IGNORECASE)
+
+# `origin` of an error answered before the request line could be read.
+UNPARSED_ORIGIN = "HTTP"
+
+# Statuses for the errors gunicorn raises while parsing a request (the first match wins);
+# any other parse error is a 400, anything else a 500.
+_PARSE_ERROR_STATUSES: tuple[tuple[type[BaseException], int], ...] = (
+    # A header the application tried to send is the application's fault.
+    (http_errors.InvalidResponseHeader, 500),
+    (http_errors.InvalidResponseHeaderName, 500),
+    (http_errors.LimitRequestLine, 414),
+    (http_errors.LimitRequestHeaders, 431),
+    (http_errors.ExpectationFailed, 417),
+    (http_errors.UnsupportedTransferCoding, 501),
+    (http_errors.ForbiddenProxyRequest, 403),
+    (http_errors.ConfigurationProblem, 500),
+    (http_errors.ParseException, 400),
+    (ssl.SSLError, 403),
+)
+
+
+class RequestTimeout(ArrowheadError):
+    """The request body did not arrive within SERVER_BODY_TIMEOUT_SECONDS."""
+    status_code = 408
+    exception_type = InvalidParameter.exception_type
+
+
+class _Gathering:
+    """What has arrived of a connection's next request while it waits in the poller."""
+
+    def __init__(self, data: bytes, deadline: float) -> None:
+        self.data = data
+        self.deadline = deadline  # for the head, then for the body
+        self.head_done = False
+
+    def ready(self, now: float, body_timeout: float) -> bool:
+        """Whether a thread should serve the request now."""
+        if len(self.data) >= GATHER_LIMIT:
+            return True
+        end = self.data.find(b"\r\n\r\n")
+        head_length = end + 4
+        if end < 0:
+            end = self.data.find(b"\n\n")  # gunicorn refuses bare LF; let it answer
+            head_length = end + 2
+        if end < 0:
+            return False
+        head = self.data[:head_length]
+        if _BODY_READ_BY_THREAD.search(head):
+            return True  # under the body deadline
+        length = _CONTENT_LENGTH.search(head)
+        needed = head_length + (int(length.group(1)) if length else 0)
+        if needed > GATHER_LIMIT:
+            return True
+        if not self.head_done:
+            self.head_done, self.deadline = True, now + body_timeout
+        return len(self.data) >= needed
+
+
+@dataclass
+class _Deadline:
+    at: float
+    # SHUT_RDWR for a request head (the connection is dropped), SHUT_RD for a body (the 408
+    # answer can still be written).
+    how: int
+    expired: bool = False
+
+
+class ServiceWorker(ThreadWorker):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Connections being read by a thread, with the time by which the read must be done.
+        # Threads add and remove entries, the main loop enforces them: single dict operations,
+        # atomic under the GIL.
+        self._deadlines: dict[TConn, _Deadline] = {}
+        self._serving = threading.local()  # the connection a thread's request came on
+        self._header_timeout: float = settings.SERVER_HEADER_TIMEOUT_SECONDS
+        self._body_timeout: float = settings.SERVER_BODY_TIMEOUT_SECONDS
+
+    # --- read deadlines -----------------------------------------------------------------------
+
+    def handle(self, conn: TConn) -> Any:  # in a pool thread: read a request head, serve it
+        if not self.cfg.is_ssl:
+            verdict = self._gather(conn)
+            if verdict is not None:
+                return self._closed_here(conn, verdict)
+        self._deadlines[conn] = _Deadline(time.monotonic() + self._header_timeout,
+                                          socket.SHUT_RDWR)
+        try:
+            result = super().handle(conn)
+        finally:
+            self._deadlines.pop(conn, None)
+        return self._closed_here(conn, result)
+
+    @staticmethod
+    def _closed_here(conn: TConn, result: Any) -> Any:
+        """gthread closes a finished connection gracefully in its main loop, lingering up to 2 s
+        for the rest of what the client sends: a client that keeps sending would stall every
+        connection of the process meanwhile. Close it in this pool thread instead; the main
+        loop's close is then a no-op."""
+        if result is False:
+            conn.close(graceful=True)
+        return result
+
+    def _gather(self, conn: TConn) -> Any:
+        """Take what has arrived of the next request without waiting. None when a thread should
+        serve it now; gthread's _DEFER to wait in the poller for more; False to close."""
+        now = time.monotonic()
+        # Kept on the connection object: it lives exactly as long as the connection.
+        gathering: _Gathering | None = getattr(conn, "gathering", None)
+        if gathering is None:
+            # A kept-alive connection may hold the start of its next request already.
+            early = conn.parser.unreader.take_buffered() if conn.parser else b""
+            gathering = conn.gathering = _Gathering(early, now + self._header_timeout)
+        try:
+            while len(gathering.data) < GATHER_LIMIT:
+                chunk = conn.sock.recv(GATHER_LIMIT, socket.MSG_DONTWAIT)
+                if not chunk:  # the client closed its side
+                    if not gathering.data:
+                        return False
+                    break
+                gathering.data += chunk
+        except BlockingIOError:
+            pass
+        except OSError:
+            conn.close()
+            return False
+        if not gathering.ready(now, self._body_timeout):
+            if gathering.deadline <= now:
+                self._log_late(conn, "body" if gathering.head_done else "head")
+                conn.close()  # without lingering: it would only read more of the same
+                return False
+            return _DEFER
+        conn.gathering = None
+        conn.init()  # the parser; plain TCP, so nothing is read
+        conn.parser.unreader.unread(gathering.data)
+        conn.data_ready = True  # no waiting for the socket: the bytes are in the parser
+        return None
+
+    def handle_request(self, req: Request, conn: TConn) -> bool:  # the head is complete
+        self._deadlines[conn] = _Deadline(time.monotonic() + self._body_timeout, socket.SHUT_RD)
+        # Also bounds each write of the answer to a client that does not read it.
+        conn.sock.settimeout(self._body_timeout)
+        self._serving.connection = conn
+        return super().handle_request(req, conn)
+
+    def murder_pending(self) -> None:  # the main loop calls this at least once a second
+        super().murder_pending()
+        now = time.monotonic()
+        late = [conn for conn in self.pending_conns
+                if getattr(conn, "gathering", None) and conn.gathering.deadline <= now]
+        for conn in late:  # waiting in the poller for the rest of a request
+            self._log_late(conn, "body" if conn.gathering.head_done else "head")
+            self.pending_conns.remove(conn)
+            try:
+                self.poller.unregister(conn.sock)
+            except (OSError, KeyError, ValueError):
+                pass
+            self.nr_conns -= 1
+            conn.close()
+        for conn, deadline in self._deadlines.copy().items():  # being read by a thread
+            if deadline.at <= now and not deadline.expired:
+                deadline.expired = True
+                self._log_late(conn, "head" if deadline.how == socket.SHUT_RDWR else "body")
+                try:
+                    # The plain-socket shutdown, also under TLS: the SSL object belongs to
+                    # the thread blocked reading it.
+                    socket.socket.shutdown(conn.sock, deadline.how)
+                except OSError:
+                    pass  # already closed
+
+    def _log_late(self, conn: TConn, part: str) -> None:
+        self.log.info("Closing a connection from %s: request %s not received in time",
+                      conn.client[0] if conn.client else "?", part)
+
+    # --- the application ----------------------------------------------------------------------
+
+    def load_wsgi(self) -> None:
+        super().load_wsgi()
+        self.wsgi = self._with_connection(self.wsgi)
+
+    def _with_connection(self, application: Callable) -> Callable:
+        worker = self
+
+        def with_connection(environ: dict, start_response: Callable) -> Iterable[bytes]:
+            conn: TConn = worker._serving.connection
+            environ[CLIENT_CERT_ENVIRON_KEY] = _peer_certificate(conn.sock)
+            # The body deadline stays until the body is read, by the application or by
+            # gunicorn discarding what it left unread (that drain is not bounded against a
+            # client sending a byte at a time).
+            environ["wsgi.input"] = _TimedInput(environ, worker, conn)
+            return application(environ, start_response)
+
+        return with_connection
+
+    # --- errors gunicorn answers itself -------------------------------------------------------
+
+    def handle_error(self, req: Any, client: socket.socket, addr: Any, exc: BaseException) -> None:
+        status = next((code for cls, code in _PARSE_ERROR_STATUSES if isinstance(exc, cls)), 500)
+        if req is None and isinstance(getattr(exc, "req", None), Request):
+            req = exc.req  # gunicorn attaches the request to some header errors
+        parsed = isinstance(req, Request)
+        origin = f"{req.method} {req.path}" if parsed else UNPARSED_ORIGIN
+        if status < 500:
+            # gunicorn's own texts are terse ("limit request headers fields"): lead with the
+            # status phrase.
+            phrase = HTTPStatus(status).phrase
+            message = f"{phrase}: {exc}" if str(exc) else phrase
+            self.log.warning("Invalid request from ip=%s: %s", (addr or ("",))[0], exc)
+        else:
+            message = "Internal server error"
+            self.log.error("Error handling request %s", origin, exc_info=exc)
+        if parsed:
+            self._log_access(req, client, addr, status)
+        try:
+            write_nonblock(client, _error_response(status, message, origin))
+        except Exception:  # the client is gone; nothing more to tell it
+            self.log.debug("Failed to send error message.")
+
+    def _log_access(self, req: Request, client: socket.socket, addr: Any, status: int) -> None:
+        addr = addr or ("", -1)  # unix socket
+        environ = default_environ(req, client, self.cfg)
+        environ["REMOTE_ADDR"], environ["REMOTE_PORT"] = addr[0], str(addr[1])
+        response = Response(req, client, self.cfg)
+        response.status = f"{status} {HTTPStatus(status).phrase}"
+        self.log.access(response, req, environ, timedelta(0))
+
+
+def _error_response(status: int, message: str, origin: str) -> bytes:
+    # config.errors imports Django REST framework, which needs configured apps: imported when
+    # first needed, in a worker that has loaded the application.
+    from config.errors import envelope
+
+    exception_type = (InvalidParameter.exception_type if status < 500
+                      else InternalServerError.exception_type)
+    # ASCII JSON: encodable whatever bytes the client sent.
+    body = json.dumps(envelope(message, status, exception_type, origin)).encode("ascii")
+    head = (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nConnection: close\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
+    return head.encode("ascii") + body
+
+
+def _peer_certificate(sock: socket.socket) -> dict | None:
+    return (sock.getpeercert() or None) if isinstance(sock, ssl.SSLSocket) else None
+
+
+class _TimedInput:
+    """`wsgi.input` that turns a body cut off by the body deadline into a 408, and ends the
+    deadline once the whole body is read (the application may then take its time)."""
+
+    def __init__(self, environ: dict, worker: ServiceWorker, conn: TConn) -> None:
+        self._stream, self._worker, self._conn = environ["wsgi.input"], worker, conn
+        chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+        # Bytes still to come; None for a chunked body, whose end shows as an empty read.
+        self._remaining: int | None = None if chunked else int(environ.get("CONTENT_LENGTH")
+                                                                or 0)
+        if self._remaining == 0:
+            self._done()
+
+    def _read(self, method: str, *args: Any) -> Any:
+        try:
+            data = getattr(self._stream, method)(*args)
+        except OSError:
+            self._raise_if_late()
+            raise
+        self._raise_if_late()
+        size = len(data) if isinstance(data, bytes) else sum(map(len, data))
+        if self._remaining is not None:
+            self._remaining -= size
+        if not size or (self._remaining is not None and self._remaining <= 0):
+            self._done()
+        return data
+
+    def _done(self) -> None:
+        self._worker._deadlines.pop(self._conn, None)
+
+    def _raise_if_late(self) -> None:
+        deadline = self._worker._deadlines.get(self._conn)
+        if deadline is not None and deadline.expired:
+            raise RequestTimeout(f"The request body did not arrive within "
+                                 f"{self._worker._body_timeout:g} seconds")
+
+    def read(self, size: int | None = None) -> bytes:
+        return self._read("read", size)
+
+    def readline(self, size: int | None = None) -> bytes:
+        return self._read("readline", size)
+
+    def readlines(self, hint: int | None = None) -> list[bytes]:
+        return self._read("readlines", hint)
+
+    def __iter__(self) -> "_TimedInput":
+        return self
+
+    def __next__(self) -> bytes:
+        line = self.readline()
+        if not line:
+            raise StopIteration
+        return line

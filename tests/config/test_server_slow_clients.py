@@ -1,0 +1,237 @@
+"""Slow clients against the real server (`make run`'s gunicorn configuration, two worker
+processes): connections that drip their headers or body, or send nothing at all, must not stop
+others from being served, and the server closes them after its read timeouts."""
+import http.client
+import io
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from django.core.management import call_command
+
+from tests.web_server import gunicorn
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ECHO = "/serviceorchestration/monitor/echo"
+PULL = "/serviceorchestration/orchestration/pull"
+HEADER_TIMEOUT = 3
+BODY_TIMEOUT = 3
+SLOW_CLIENTS = 8
+# Longest the test waits for anything; far above the timeouts, so reaching it means "never".
+PATIENCE = 30.0
+
+
+@pytest.fixture(scope="module")
+def server(django_db_setup, django_db_blocker, tmp_path_factory):
+    with django_db_blocker.unblock():
+        with gunicorn({"WEB_CONCURRENCY": "2",
+                       "SERVER_HEADER_TIMEOUT_SECONDS": str(HEADER_TIMEOUT),
+                       "SERVER_BODY_TIMEOUT_SECONDS": str(BODY_TIMEOUT)},
+                      tmp_path_factory.mktemp("gunicorn") / "log") as port:
+            yield port
+
+
+class Dripper:
+    """Loopback connections that each send `prefix`, then one more byte of `drip` every
+    `interval` seconds (nothing at all when `drip` is empty), in a background thread."""
+
+    def __init__(self, port: int, prefix: bytes, drip: bytes, interval: float = 0.5) -> None:
+        self.sockets = [socket.create_connection(("127.0.0.1", port), timeout=5)
+                        for _ in range(SLOW_CLIENTS)]
+        self.closed_after: dict[int, float] = {}
+        self.received = [b""] * SLOW_CLIENTS  # what the server sent on each connection
+        self.started = time.monotonic()
+        for index, connection in enumerate(self.sockets):
+            connection.sendall(prefix)
+            connection.setblocking(False)
+        self._drip, self._interval = drip, interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        position = 0
+        while not self._stop.is_set() and time.monotonic() - self.started < PATIENCE:
+            for index, connection in enumerate(self.sockets):
+                if index in self.closed_after:
+                    continue
+                if self._server_closed(index):
+                    self.closed_after[index] = time.monotonic() - self.started
+                elif self._drip:
+                    try:
+                        connection.send(self._drip[position % len(self._drip):][:1])
+                    except OSError:
+                        self.closed_after[index] = time.monotonic() - self.started
+            position += 1
+            self._stop.wait(self._interval)
+
+    def _server_closed(self, index: int) -> bool:
+        try:
+            data = self.sockets[index].recv(65536)
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+        self.received[index] += data
+        return data == b""
+
+    def wait_all_closed(self) -> None:
+        deadline = time.monotonic() + PATIENCE
+        while len(self.closed_after) < len(self.sockets) and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        for connection in self.sockets:
+            connection.close()
+
+
+@contextmanager
+def dripping(port: int, prefix: bytes, drip: bytes) -> Iterator[Dripper]:
+    dripper = Dripper(port, prefix, drip)
+    try:
+        yield dripper
+    finally:
+        dripper.close()
+
+
+def echo_answers(port: int, tls: ssl.SSLContext | None = None) -> bool:
+    connection = (http.client.HTTPSConnection("127.0.0.1", port, timeout=PATIENCE / 2,
+                                              context=tls) if tls else
+                  http.client.HTTPConnection("127.0.0.1", port, timeout=PATIENCE / 2))
+    try:
+        connection.request("GET", ECHO)
+        response = connection.getresponse()
+        return response.status == 200 and response.read() == b"Got it!"
+    except OSError:
+        return False
+    finally:
+        connection.close()
+
+
+HEADER_DRIP = b"X-Slow: " + b"a" * 200
+
+
+def assert_served_while_dripping(slow: Dripper, port: int, after_at_least: float = 0,
+                                 tls: ssl.SSLContext | None = None) -> None:
+    """Echo answers although the slow clients hold connections; the server closes all of
+    them, no sooner than `after_at_least` seconds (the timeout, not at once)."""
+    assert echo_answers(port, tls), "echo got no answer while slow clients held connections"
+    slow.wait_all_closed()
+    assert len(slow.closed_after) == SLOW_CLIENTS, (
+        f"only {len(slow.closed_after)} of {SLOW_CLIENTS} slow connections were closed by "
+        f"the server within {PATIENCE} s")
+    assert min(slow.closed_after.values()) >= after_at_least - 0.5
+
+
+def test_clients_dripping_headers_do_not_block_others_and_are_closed(server):
+    with dripping(server, f"GET {ECHO} HTTP/1.1\r\nHost: x\r\n".encode(), HEADER_DRIP) as slow:
+        assert_served_while_dripping(slow, server, HEADER_TIMEOUT)
+
+
+def test_clients_dripping_the_request_line_are_closed(server):
+    with dripping(server, b"G", b"ET /" + b"a" * 300) as slow:
+        assert_served_while_dripping(slow, server, HEADER_TIMEOUT)
+
+
+def test_silent_connections_do_not_block_others_and_are_closed(server):
+    with dripping(server, b"", b"") as slow:
+        assert_served_while_dripping(slow, server)
+
+
+def test_clients_dripping_the_body_get_408_and_are_closed(server):
+    headers = (f"POST {PULL} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               f"Authorization: Bearer SYSTEM//consumer\r\n"
+               f"Content-Length: 100000\r\n\r\n").encode()
+    with dripping(server, headers, b" ") as slow:
+        assert_served_while_dripping(slow, server, BODY_TIMEOUT)
+        for received in slow.received:
+            assert received.startswith(b"HTTP/1.1 408 "), received[:200]
+            assert b'"errorCode":408,"exceptionType":"INVALID_PARAMETER"' in received
+
+
+def test_clients_dripping_a_body_nobody_reads_are_closed(server):
+    headers = (f"POST {PULL} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               f"Content-Length: 100000\r\n\r\n").encode()  # 401 before the body is read
+    with dripping(server, headers, b" ") as slow:
+        assert_served_while_dripping(slow, server, BODY_TIMEOUT)
+
+
+def test_a_kept_alive_connection_is_closed_when_idle(server):
+    connection = socket.create_connection(("127.0.0.1", server), timeout=PATIENCE)
+    try:
+        connection.sendall(f"GET {ECHO} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        received = b""
+        while b"Got it!" not in received:
+            chunk = connection.recv(65536)
+            assert chunk, "the server closed the connection before answering"
+            received += chunk
+        assert b"HTTP/1.1 200" in received
+        # Kept alive, then closed by the server while idle (recv returns b"" within PATIENCE).
+        assert connection.recv(65536) == b""
+    finally:
+        connection.close()
+
+
+@pytest.fixture(scope="module")
+def tls_server(django_db_setup, django_db_blocker, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("certificates")
+    call_command("make_certificates", str(directory), "--system", "consumer-a",
+                 stdout=io.StringIO())
+    tls = {"TLS_CERT_FILE": str(directory / "SimpleStoreServiceOrchestration.pem"),
+           "TLS_KEY_FILE": str(directory / "SimpleStoreServiceOrchestration.key"),
+           "TLS_CA_FILE": str(directory / "ca.pem"),
+           "WEB_CONCURRENCY": "2", "SERVER_HEADER_TIMEOUT_SECONDS": str(HEADER_TIMEOUT)}
+    with django_db_blocker.unblock():
+        with gunicorn(tls, tmp_path_factory.mktemp("gunicorn") / "log") as port:
+            yield port, ssl.create_default_context(cafile=str(directory / "ca.pem"))
+
+
+def test_clients_dripping_a_tls_handshake_do_not_block_others_and_are_closed(tls_server):
+    port, tls = tls_server
+    # A TLS record header announcing a 512-byte ClientHello, which then comes a byte at a time.
+    with dripping(port, b"\x16\x03\x01\x02\x00", b"\x01") as slow:
+        assert_served_while_dripping(slow, port, HEADER_TIMEOUT, tls)
+
+
+@pytest.fixture(scope="module")
+def patient_server(django_db_setup, django_db_blocker, tmp_path_factory):
+    """One process of two threads whose header timeout is far beyond the test's patience."""
+    with django_db_blocker.unblock():
+        with gunicorn({"WEB_CONCURRENCY": "1", "WEB_THREADS": "2",
+                       "SERVER_HEADER_TIMEOUT_SECONDS": str(PATIENCE * 4)},
+                      tmp_path_factory.mktemp("gunicorn") / "log") as port:
+            yield port
+
+
+def test_more_dripping_clients_than_threads_hold_no_thread(patient_server):
+    # With a thread per dripping client, echo would wait for the header timeout (120 s).
+    with dripping(patient_server, f"GET {ECHO} HTTP/1.1\r\nHost: x\r\n".encode(), HEADER_DRIP):
+        assert echo_answers(patient_server), "echo waited behind clients dripping headers"
+    body_drip = (f"POST {PULL} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 f"Content-Length: 1000\r\n\r\n").encode()
+    with dripping(patient_server, body_drip, b" "):
+        assert echo_answers(patient_server), "echo waited behind clients dripping small bodies"
+
+
+def test_a_client_expecting_100_continue_gets_it_before_sending_its_body(server):
+    body = b'{"serviceRequirement": {}}'
+    with socket.create_connection(("127.0.0.1", server), timeout=PATIENCE / 2) as connection:
+        connection.sendall(f"POST {PULL} HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                           f"Authorization: Bearer SYSTEM//consumer\r\n"
+                           f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                           f"\r\n".encode())
+        assert connection.recv(65536).startswith(b"HTTP/1.1 100 Continue")
+        connection.sendall(body)
+        received = b""
+        while b"\r\n\r\n" not in received:
+            chunk = connection.recv(65536)
+            assert chunk, "the server closed the connection before answering"
+            received += chunk
+        assert received.startswith(b"HTTP/1.1 200 ")
