@@ -16,7 +16,7 @@ from django.core.handlers.wsgi import LimitedStream
 from django.http import HttpRequest, HttpResponse
 
 from config.errors import body_too_large_message, error_response
-from config.exceptions import InvalidParameter
+from config.exceptions import ArrowheadError, InvalidParameter
 from config.input_safety import text_problem
 
 _DIGITS = re.compile(r"[0-9]+")
@@ -57,7 +57,10 @@ def _chunked_body_refusal(request: HttpRequest, limit: int) -> tuple[int, str] |
         return None
     received = io.BytesIO()
     while received.tell() <= limit:
-        chunk = stream.read(min(_READ_CHUNK, limit + 1 - received.tell()))
+        try:
+            chunk = stream.read(min(_READ_CHUNK, limit + 1 - received.tell()))
+        except ArrowheadError as error:  # the server's body deadline passed (408)
+            return error.status_code, error.message
         if not chunk:
             break
         received.write(chunk)

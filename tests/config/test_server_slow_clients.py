@@ -156,6 +156,19 @@ def test_clients_dripping_the_body_get_408_and_are_closed(server):
             assert b'"errorCode":408,"exceptionType":"INVALID_PARAMETER"' in received
 
 
+def test_clients_dripping_a_chunked_body_get_408_and_are_closed(server):
+    """A chunked body is read by the request guard (its size is not declared), not by a
+    view: a late one is the same 408 envelope, not a 500."""
+    headers = (f"POST {PULL} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               f"Authorization: Bearer SYSTEM//consumer\r\n"
+               f"Transfer-Encoding: chunked\r\n\r\n1\r\n{{\r\n").encode()
+    with dripping(server, headers, b" ") as slow:
+        assert_served_while_dripping(slow, server, BODY_TIMEOUT)
+        for received in slow.received:
+            assert received.startswith(b"HTTP/1.1 408 "), received[:300]
+            assert b'"exceptionType": "INVALID_PARAMETER"' in received, received
+
+
 def test_clients_dripping_a_body_nobody_reads_are_closed(server):
     headers = (f"POST {PULL} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                f"Content-Length: 100000\r\n\r\n").encode()  # 401 before the body is read
