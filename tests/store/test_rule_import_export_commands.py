@@ -103,3 +103,29 @@ class ImportRulesCommandTests:
     def test_it_refuses_an_invalid_requester(self, tmp_path):
         with pytest.raises(CommandError, match="--as: The specified system name"):
             import_rules(tmp_path, {"entries": []}, "--as", "2nd")
+
+
+@pytest.mark.django_db(transaction=True)
+class ImportRulesConcurrentWriterTests:
+    def test_it_reports_a_rule_set_another_writer_holds_as_a_command_error(self, tmp_path):
+        """Another session holds the rule set's lock longer than this one waits: the import
+        ends with a command error and writes nothing (it used to end in a traceback)."""
+        import psycopg
+        from django.db import connection
+
+        from store.services.locks import _rule_set_key
+
+        settings = connection.settings_dict
+        other = psycopg.connect(host=settings["HOST"] or "127.0.0.1", port=settings["PORT"] or 5432,
+                                user=settings["USER"], dbname=settings["NAME"], autocommit=True)
+        try:
+            other.execute("SELECT pg_advisory_lock(%s)", [_rule_set_key("C", "svc")])
+            with connection.cursor() as cursor:
+                cursor.execute("SET lock_timeout = '200ms'")
+            with pytest.raises(CommandError, match="Nothing imported: .*lock timeout"):
+                import_rules(tmp_path, {"entries": [entry("C", "P|svc|1.0.0", 1)]})
+        finally:
+            other.close()
+            with connection.cursor() as cursor:
+                cursor.execute("RESET lock_timeout")
+        assert keys() == set()

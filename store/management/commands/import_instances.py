@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import transaction
+from django.db import OperationalError, transaction
 from django.utils import timezone
 
-from config.exceptions import InvalidParameter
+from config.exceptions import ArrowheadError, InvalidParameter
 from store.management.files import read_validated
 from store.management.progress import progress_bar
 from store.models import ServiceInstance
@@ -27,12 +27,15 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         instances = self._validated(self._read(options["file"]))
         total = len(instances)
-        with transaction.atomic():
-            if options["replace"]:
-                removed = instance_delete_many(instance_ids=ServiceInstance.objects.values_list(
-                    "service_instance_id", flat=True))
-                self.stderr.write(f"Removed {removed} existing instance(s).")
-            instances_store(instances, progress=progress_bar(self.stderr, "Importing instances", total))
+        try:
+            with transaction.atomic():
+                if options["replace"]:
+                    removed = instance_delete_many(instance_ids=ServiceInstance.objects.values_list(
+                        "service_instance_id", flat=True))
+                    self.stderr.write(f"Removed {removed} existing instance(s).")
+                instances_store(instances, progress=progress_bar(self.stderr, "Importing instances", total))
+        except (ArrowheadError, OperationalError) as exc:  # e.g. a concurrent writer
+            raise CommandError(getattr(exc, "message", f"Nothing imported: {exc}")) from exc
         self.stderr.write(f"\nImported {total} instance(s).")
 
     def _read(self, path: str) -> list:

@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import transaction
+from django.db import OperationalError, transaction
 
 from config.conventions import names
-from config.exceptions import InvalidParameter
+from config.exceptions import ArrowheadError, InvalidParameter
 from store.management.files import read_validated
 from store.management.progress import progress_bar
 from store.serializers.rules import RuleCreateSerializer, rule_drafts_from
@@ -39,8 +39,8 @@ class Command(BaseCommand):
                     removed = rule_delete_all()
                     self.stderr.write(f"Removed {removed} existing rule(s).")
                 rules_store(rules, requester=requester, progress=progress_bar(self.stderr, "Importing rules", total))
-        except InvalidParameter as exc:
-            raise CommandError(exc.message) from exc
+        except (ArrowheadError, OperationalError) as exc:  # refused, or a concurrent writer
+            raise CommandError(getattr(exc, "message", f"Nothing imported: {exc}")) from exc
         self.stderr.write(f"\nImported {total} rule(s).")
 
     def _requester(self, value: str) -> str:
