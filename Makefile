@@ -61,3 +61,4 @@ clean:
 # Benchmarks print their figures; see bench/.
 bench: $(VENV)/.installed
 	$(PY) bench/rules_at_scale.py
+	$(PY) bench/http_throughput.py --slow 8
