@@ -1,7 +1,9 @@
 """Strict DRF fields: JSON values of the wrong type are 400s, never coerced (SPEC §1: `"2"`,
 `true` or `1.5` is not a priority; `5` is not a name)."""
+from collections.abc import Sequence
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -35,19 +37,49 @@ def optional_string_list(**kwargs: Any) -> serializers.ListField:
     )
 
 
-class PaginationShape(serializers.Serializer):
-    """The paging object as documented; values are checked by config.conventions.pagination."""
-
-    page = serializers.IntegerField(required=False, min_value=0)
-    size = serializers.IntegerField(required=False, min_value=1)
-    direction = serializers.ChoiceField(choices=["ASC", "DESC"], required=False)
-    sortField = serializers.CharField(required=False)
-
-    class Meta:
-        ref_name = "Pagination"
+def _blank_or(pattern: str) -> str:
+    """A pattern for a text that is trimmed and whose blank means "absent"."""
+    return rf"^\s*(?:{pattern})?\s*$"
 
 
-@extend_schema_field(PaginationShape)
+def pagination_schema(*, sort_fields: Sequence[str], default_sort_field: str,
+                      default_direction: str) -> dict[str, Any]:
+    """The paging object as `config.conventions.pagination.parse_pagination` accepts it for an
+    endpoint: null members are absent; `direction` and `sortField` are trimmed and a blank one is
+    absent (the reference's PageService); `direction` in any case; sort fields case-sensitive."""
+    return {
+        "type": "object",
+        "nullable": True,
+        "description": "Absent or null: the first page of MAX_PAGE_SIZE entries in the default "
+        "order. `page` and `size` come together (one without the other is a 400); "
+        "(page + 1) × size must stay below 2^62.",
+        "properties": {
+            "page": {"type": "integer", "minimum": 0, "nullable": True,
+                     "description": "From 0."},
+            "size": {"type": "integer", "minimum": 1, "maximum": settings.MAX_PAGE_SIZE,
+                     "nullable": True, "description": "1..MAX_PAGE_SIZE."},
+            "direction": {"type": "string", "nullable": True,
+                          "pattern": _blank_or("[Aa][Ss][Cc]|[Dd][Ee][Ss][Cc]"),
+                          "description": f"ASC or DESC in any case; blank: {default_direction}."},
+            "sortField": {"type": "string", "nullable": True,
+                          "pattern": _blank_or("|".join(sort_fields)),
+                          "description": f"One of {', '.join(sort_fields)} (case-sensitive, "
+                          f"surrounding blanks ignored); blank: {default_sort_field}. Any "
+                          "other value is a 400 listing these."},
+        },
+    }
+
+
 class PaginationField(serializers.JSONField):
     """Passes the raw paging object on to `parse_pagination`, which answers with the
     reference's messages."""
+
+
+def pagination_field(*, sort_fields: Sequence[str], default_sort_field: str,
+                     default_direction: str = "ASC") -> PaginationField:
+    """The optional paging object of one query endpoint, documented with that endpoint's sort
+    fields (a subclass per endpoint: DRF copies fields by re-instantiating their class)."""
+    schema = pagination_schema(sort_fields=sort_fields, default_sort_field=default_sort_field,
+                               default_direction=default_direction)
+    field_class = extend_schema_field(schema)(type("PaginationField", (PaginationField,), {}))
+    return field_class(required=False, allow_null=True)

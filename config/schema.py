@@ -6,6 +6,7 @@ _MEANINGS = {
     400: "Invalid request (INVALID_PARAMETER)",
     401: "No or invalid identity (AUTH)",
     403: "No permission (FORBIDDEN)",
+    415: "The body is not JSON (INVALID_PARAMETER)",
     423: "Locked (LOCKED)",
     500: "Unexpected error (INTERNAL_SERVER_ERROR)",
     503: "A system this one depends on failed (EXTERNAL_SERVER_ERROR)",
@@ -26,7 +27,37 @@ class ErrorResponseSerializer(serializers.Serializer):
 
 
 def error_responses(*statuses: int) -> dict[int, OpenApiResponse]:
-    """The error answers of an operation: always 400, 401 and 500, plus the given ones."""
+    """The error answers of an operation: always 400, 401 and 500, plus the given ones (415
+    for an operation that reads a body)."""
     codes = sorted({400, 401, 500, *statuses})
     return {code: OpenApiResponse(ErrorResponseSerializer, description=_MEANINGS[code])
             for code in codes}
+
+
+# An operation's `extensions` key marking a JSON body that may be `null`, meaning "no body".
+NULL_BODY_IS_ABSENT = "x-null-body-is-absent"
+
+
+def null_body_is_absent() -> dict[str, bool]:
+    """`extend_schema(extensions=...)` of an operation whose body is optional and whose JSON
+    `null` body is the same as no body (SPEC §5 pull: "absent = empty request"; the reference's
+    optional `@RequestBody` reads `null` as absent too)."""
+    return {NULL_BODY_IS_ABSENT: True}
+
+
+def _nullable(media: dict) -> None:
+    schema = media.get("schema")
+    if schema is not None:
+        media["schema"] = {"allOf": [schema], "nullable": True,
+                           "description": "`null` or no body at all: the empty request."}
+
+
+def postprocess_null_bodies(result: dict, generator, request, public) -> dict:
+    """drf-spectacular hook: a body marked with `null_body_is_absent()` also accepts `null`
+    (OpenAPI 3.0 has no nullable reference, hence the `allOf` wrapper)."""
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            if operation.pop(NULL_BODY_IS_ABSENT, False):
+                for media in operation.get("requestBody", {}).get("content", {}).values():
+                    _nullable(media)
+    return result

@@ -6,6 +6,12 @@ from collections import OrderedDict
 from rest_framework import serializers
 
 from config.fields import StrictCharField, StrictIntegerField, optional_string_list
+from config.name_fields import (
+    InstanceIdField,
+    ServiceDefinitionField,
+    SystemNameField,
+    VersionField,
+)
 
 
 MAX_SECONDS = 2_147_483_647  # durations are stored as database integers
@@ -60,11 +66,11 @@ class InterfaceResultSerializer(serializers.Serializer):
 
 
 class OrchestrationResultEntrySerializer(serializers.Serializer):
-    serviceInstanceId = serializers.CharField(source="service_instance_id")
+    serviceInstanceId = InstanceIdField(source="service_instance_id")
     cloudIdentitifer = serializers.SerializerMethodField()  # sic, SPEC §1
-    providerName = serializers.CharField(source="provider")
-    serviceDefinitition = serializers.CharField(source="service_definition")  # sic, SPEC §1
-    version = serializers.CharField()
+    providerName = SystemNameField(source="provider")
+    serviceDefinitition = ServiceDefinitionField(source="service_definition")  # sic, SPEC §1
+    version = VersionField()
     aliveUntil = serializers.DateTimeField(source="alive_until", required=False)
     exclusiveUntil = serializers.DateTimeField(source="exclusive_until", required=False)
     metadata = serializers.JSONField(required=False)

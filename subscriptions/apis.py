@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 
 from config.conventions.uuids import parse_uuid
 from config.exceptions import InvalidParameter
-from config.schema import error_responses
+from config.schema import error_responses, null_body_is_absent
 from subscriptions.requests import parse_subscribe_request
 from subscriptions.serializers import SubscribeSerializer
 from subscriptions.services import subscription_delete, subscription_upsert
@@ -34,7 +34,8 @@ class SubscribeApi(APIView):
             (201, "text/plain"): OpenApiResponse(OpenApiTypes.UUID, description="Created"),
             (200, "text/plain"): OpenApiResponse(OpenApiTypes.UUID,
                                                  description="Overwritten (same id)"),
-            **error_responses(403)})
+            **error_responses(403, 415)},
+        extensions=null_body_is_absent())
     def post(self, request: Request) -> HttpResponse:
         trigger = _trigger(request)
         serializer = SubscribeSerializer(data={} if request.data is None else request.data)

@@ -2,23 +2,31 @@
 ServiceRegistry's instances)."""
 from rest_framework import serializers
 
-from config.fields import PaginationField, StrictCharField, optional_string_list
-from store.interfaces import InterfaceDraft
+from config.fields import StrictCharField, optional_string_list, pagination_field
+from config.name_fields import (
+    InstanceIdField,
+    InterfaceTemplateField,
+    ServiceDefinitionField,
+    SystemNameField,
+    VersionField,
+)
+from store.interfaces import POLICIES, InterfaceDraft
+from store.selectors.instances import DEFAULT_SORT_FIELD, SORT_COLUMNS
 from store.services.instances import InstanceDraft, InstanceUpdateDraft
 
 
 class InterfaceSerializer(serializers.Serializer):
-    templateName = serializers.CharField(source="template_name")
+    templateName = InterfaceTemplateField(source="template_name")
     protocol = serializers.CharField()
-    policy = serializers.CharField()
+    policy = serializers.ChoiceField(choices=sorted(POLICIES))
     properties = serializers.JSONField()
 
 
 class ServiceInstanceSerializer(serializers.Serializer):
-    instanceId = serializers.CharField(source="service_instance_id")
-    provider = serializers.CharField()
-    serviceDefinition = serializers.CharField(source="service_definition")
-    version = serializers.CharField()
+    instanceId = InstanceIdField(source="service_instance_id")
+    provider = SystemNameField()
+    serviceDefinition = ServiceDefinitionField(source="service_definition")
+    version = VersionField()
     expiresAt = serializers.DateTimeField(source="expires_at", allow_null=True)
     metadata = serializers.JSONField()
     interfaces = InterfaceSerializer(many=True, source="interfaces.all")
@@ -72,7 +80,8 @@ class InstanceUpdateSerializer(serializers.Serializer):
 
 
 class InstanceQuerySerializer(serializers.Serializer):
-    pagination = PaginationField(required=False, allow_null=True)
+    pagination = pagination_field(sort_fields=list(SORT_COLUMNS),
+                                  default_sort_field=DEFAULT_SORT_FIELD)
     instanceIds = optional_string_list()
     providerNames = optional_string_list()
     serviceDefinitionNames = optional_string_list()

@@ -2,11 +2,13 @@
 from rest_framework import serializers
 
 from config.fields import (
-    PaginationField,
     StrictCharField,
     StrictIntegerField,
     optional_string_list,
+    pagination_field,
 )
+from config.name_fields import InstanceIdField, ServiceDefinitionField, SystemNameField
+from store.selectors.rules import DEFAULT_SORT_FIELD, SORT_COLUMNS
 from store.services.rules import RuleDraft
 
 
@@ -14,12 +16,12 @@ class RuleSerializer(serializers.Serializer):
     """Store entry (response record)."""
 
     id = serializers.UUIDField()
-    consumer = serializers.CharField()
-    serviceDefinition = serializers.CharField(source="service_definition")
-    serviceInstanceId = serializers.CharField(source="service_instance_id")
-    priority = serializers.IntegerField()
-    createdBy = serializers.CharField(source="created_by")
-    updatedBy = serializers.CharField(source="updated_by")
+    consumer = SystemNameField()
+    serviceDefinition = ServiceDefinitionField(source="service_definition")
+    serviceInstanceId = InstanceIdField(source="service_instance_id")
+    priority = serializers.IntegerField(min_value=1)
+    createdBy = SystemNameField(source="created_by")
+    updatedBy = SystemNameField(source="updated_by")
     createdAt = serializers.DateTimeField(source="created_at")
     updatedAt = serializers.DateTimeField(source="updated_at")
 
@@ -30,7 +32,8 @@ class RuleListSerializer(serializers.Serializer):
 
 
 class RuleQuerySerializer(serializers.Serializer):
-    pagination = PaginationField(required=False, allow_null=True)
+    pagination = pagination_field(sort_fields=list(SORT_COLUMNS),
+                                  default_sort_field=DEFAULT_SORT_FIELD)
     ids = optional_string_list()
     consumerNames = optional_string_list()
     serviceDefinitions = optional_string_list()
@@ -69,10 +72,3 @@ def rule_drafts_from(validated: dict) -> list[RuleDraft | None]:
                                                 item.get("priority"))
             for item in items or []]
 
-
-PRIORITY_MAP_SCHEMA = {
-    "type": "object",
-    "description": "Rule id (UUID) → new priority (positive integer).",
-    "additionalProperties": {"type": "integer", "minimum": 1},
-    "example": {"0b9c4a4e-4a4e-4b9c-9c4a-4e4a4e4b9c4a": 2},
-}

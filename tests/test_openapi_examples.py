@@ -1,0 +1,102 @@
+"""The schema's own examples work when executed, and what the schema says about request bodies
+and paging is what the service does (issue 10: the modify-priorities example was refused, a
+`null` pull body and an empty `sortField` were accepted against the schema)."""
+import re
+import uuid
+
+import pytest
+from django.utils import timezone
+
+from store.apis.rules import SWAPPED_RULES
+from store.models import Rule
+from tests.helpers import SYSOP
+from tests.store.helpers import MODIFY, QUERY
+
+SCHEMA = "/api/schema/?format=json"
+RULE_LISTS = ("/serviceorchestration/orchestration/mgmt/simple-store/query",
+              "/serviceorchestration/orchestration/mgmt/service-instances/query")
+
+
+@pytest.fixture
+def schema(api) -> dict:
+    return api.get(SCHEMA).json()
+
+
+def _examples(schema: dict):
+    """(method, path, example name, body) of every request example in the schema."""
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            for media in operation.get("requestBody", {}).get("content", {}).values():
+                for name, example in media.get("examples", {}).items():
+                    yield method, path, name, example["value"]
+
+
+def _swappable_rules() -> None:
+    """The two rules the modify-priorities example names."""
+    now = timezone.now()
+    for priority, rule_id in enumerate(SWAPPED_RULES, start=1):
+        Rule.objects.create(id=uuid.UUID(rule_id), consumer="ExampleConsumer",
+                            service_definition="temperatureInfo",
+                            service_instance_id=f"Provider{priority}|temperatureInfo|1.0.0",
+                            priority=priority, created_by="Sysop", updated_by="Sysop",
+                            created_at=now, updated_at=now)
+
+
+@pytest.mark.django_db
+def test_every_request_example_succeeds(api, schema) -> None:
+    _swappable_rules()
+    examples = list(_examples(schema))
+    assert {(method, path.rsplit("/", 1)[-1]) for method, path, _, _ in examples} >= {
+        ("put", "modify-priorities"), ("post", "modify-priorities"), ("post", "pull")}
+    for method, path, name, body in examples:
+        response = getattr(api, method)(path, body, format="json", **SYSOP)
+        assert 200 <= response.status_code < 300, (method, path, name, response.json())
+
+
+@pytest.mark.django_db
+def test_modify_priorities_example_swaps_the_two_rules(api, schema) -> None:
+    _swappable_rules()
+    put = schema["paths"][MODIFY]["put"]["requestBody"]["content"]["application/json"]
+    body = next(iter(put["examples"].values()))["value"]
+    response = api.put(MODIFY, body, format="json", **SYSOP)
+    assert response.status_code == 200, response.json()
+    assert {entry["id"]: entry["priority"] for entry in response.json()["entries"]} == {
+        SWAPPED_RULES[0]: 2, SWAPPED_RULES[1]: 1}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/serviceorchestration/orchestration/pull", QUERY])
+def test_a_null_body_is_documented_and_served_as_no_body(api, schema, path) -> None:
+    body = schema["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert body["nullable"] is True
+    response = api.post(path, "null", content_type="application/json", **SYSOP)
+    assert response.status_code == 200, response.json()
+
+
+def test_modify_priorities_body_is_not_nullable(schema) -> None:
+    body = schema["paths"][MODIFY]["put"]["requestBody"]["content"]["application/json"]["schema"]
+    assert not body.get("nullable")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", RULE_LISTS)
+@pytest.mark.parametrize("sort_field", ["", "  "])
+def test_a_blank_sort_field_is_documented_and_means_the_default(api, schema, path,
+                                                                sort_field) -> None:
+    request = schema["paths"][path]["post"]["requestBody"]["content"]["application/json"]
+    reference = request["schema"]["allOf"][0]["$ref"].rsplit("/", 1)[-1]
+    paging = schema["components"]["schemas"][reference]["properties"]["pagination"]
+    assert re.fullmatch(paging["properties"]["sortField"]["pattern"], sort_field)
+    response = api.post(path, {"pagination": {"page": 0, "size": 1, "sortField": sort_field}},
+                        format="json", **SYSOP)
+    assert response.status_code == 200, response.json()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", RULE_LISTS)
+def test_an_unknown_sort_field_is_refused_and_outside_the_documented_pattern(api, schema,
+                                                                           path) -> None:
+    response = api.post(path, {"pagination": {"page": 0, "size": 1, "sortField": "nope"}},
+                        format="json", **SYSOP)
+    assert response.status_code == 400
+    assert "Only the following are allowed" in response.json()["errorMessage"]
