@@ -22,7 +22,7 @@ from schemathesis.specs.openapi.checks import (
 
 from config.wsgi import application
 
-EXAMPLES = 25
+EXAMPLES = 50
 OPERATOR = "Bearer SYSTEM//Sysop"
 CONSUMER = "Bearer SYSTEM//SomeConsumer"
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
