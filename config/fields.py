@@ -30,6 +30,27 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+@extend_schema_field({"type": "integer", "minimum": 1, "nullable": True})
+class PositiveIntegerFilterField(StrictIntegerField):
+    """An optional positive integer; the service refuses other integers with the reference's
+    message."""
+
+
+@extend_schema_field({
+    "type": "object", "additionalProperties": {},
+    "description": "Key (path) → required value, or `{\"op\": <operator>, \"value\": ...}`; "
+    "all conditions must hold."})
+class RequirementField(serializers.JSONField):
+    """One metadata/property requirement object; checked by store.metadata_requirements. A
+    null element is passed on too, to be refused there with the reference's message (so the
+    schema rightly says the element is not nullable)."""
+
+    def validate_empty_values(self, data: Any) -> tuple[bool, Any]:
+        if data is None:
+            return True, None
+        return super().validate_empty_values(data)
+
+
 def optional_string_list(**kwargs: Any) -> serializers.ListField:
     """An optional list of strings whose elements may be null or blank (checked later)."""
     return serializers.ListField(

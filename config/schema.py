@@ -34,8 +34,9 @@ def error_responses(*statuses: int) -> dict[int, OpenApiResponse]:
             for code in codes}
 
 
-# An operation's `extensions` key marking a JSON body that may be `null`, meaning "no body".
+# `extensions` keys of an operation, read (and removed) by `postprocess_bodies`.
 NULL_BODY_IS_ABSENT = "x-null-body-is-absent"
+BODY_REQUIRED = "x-body-required"
 
 
 def null_body_is_absent() -> dict[str, bool]:
@@ -45,6 +46,12 @@ def null_body_is_absent() -> dict[str, bool]:
     return {NULL_BODY_IS_ABSENT: True}
 
 
+def body_required() -> dict[str, bool]:
+    """`extend_schema(extensions=...)` of an operation for which no body (or `null`) is a 400
+    (an empty create, a subscription without notify interface)."""
+    return {BODY_REQUIRED: True}
+
+
 def _nullable(media: dict) -> None:
     schema = media.get("schema")
     if schema is not None:
@@ -52,12 +59,16 @@ def _nullable(media: dict) -> None:
                            "description": "`null` or no body at all: the empty request."}
 
 
-def postprocess_null_bodies(result: dict, generator, request, public) -> dict:
-    """drf-spectacular hook: a body marked with `null_body_is_absent()` also accepts `null`
-    (OpenAPI 3.0 has no nullable reference, hence the `allOf` wrapper)."""
+def postprocess_bodies(result: dict, generator, request, public) -> dict:
+    """drf-spectacular hook for what serializers cannot say about a whole body: a body marked
+    with `null_body_is_absent()` also accepts `null` (OpenAPI 3.0 has no nullable reference,
+    hence the `allOf` wrapper); one marked with `body_required()` is required."""
     for operations in result.get("paths", {}).values():
         for operation in operations.values():
+            body = operation.get("requestBody", {})
             if operation.pop(NULL_BODY_IS_ABSENT, False):
-                for media in operation.get("requestBody", {}).get("content", {}).values():
+                for media in body.get("content", {}).values():
                     _nullable(media)
+            if operation.pop(BODY_REQUIRED, False):
+                body["required"] = True
     return result

@@ -209,7 +209,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "config.schema.postprocess_null_bodies",
+        "config.schema.postprocess_bodies",
     ],
 }
 

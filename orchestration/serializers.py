@@ -5,7 +5,12 @@ from collections import OrderedDict
 
 from rest_framework import serializers
 
-from config.fields import StrictCharField, StrictIntegerField, optional_string_list
+from config.fields import (
+    RequirementField,
+    StrictCharField,
+    StrictIntegerField,
+    optional_string_list,
+)
 from config.name_fields import (
     InstanceIdField,
     ServiceDefinitionField,
@@ -18,7 +23,7 @@ MAX_SECONDS = 2_147_483_647  # durations are stored as database integers
 
 
 def _requirement_list(help_text: str) -> serializers.ListField:
-    return serializers.ListField(child=serializers.JSONField(allow_null=True), required=False,
+    return serializers.ListField(child=RequirementField(), required=False,
                                  allow_null=True, help_text=help_text)
 
 

@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 
 from config.conventions.uuids import parse_uuid
 from config.exceptions import InvalidParameter
-from config.schema import error_responses, null_body_is_absent
+from config.schema import body_required, error_responses
 from subscriptions.requests import parse_subscribe_request
 from subscriptions.serializers import SubscribeSerializer
 from subscriptions.services import subscription_delete, subscription_upsert
@@ -35,7 +35,7 @@ class SubscribeApi(APIView):
             (200, "text/plain"): OpenApiResponse(OpenApiTypes.UUID,
                                                  description="Overwritten (same id)"),
             **error_responses(403, 415)},
-        extensions=null_body_is_absent())
+        extensions=body_required())
     def post(self, request: Request) -> HttpResponse:
         trigger = _trigger(request)
         serializer = SubscribeSerializer(data={} if request.data is None else request.data)
@@ -50,6 +50,8 @@ class SubscribeApi(APIView):
 
 class UnsubscribeApi(APIView):
     @extend_schema(operation_id="unsubscribe", tags=TAG, request=None,
+                   parameters=[OpenApiParameter("subscription_id", OpenApiTypes.UUID,
+                                                OpenApiParameter.PATH)],
                    responses={200: OpenApiResponse(description="Removed"),
                               204: OpenApiResponse(description="No such subscription"),
                               **error_responses(403)})

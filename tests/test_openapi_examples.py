@@ -73,9 +73,33 @@ def test_a_null_body_is_documented_and_served_as_no_body(api, schema, path) -> N
     assert response.status_code == 200, response.json()
 
 
-def test_modify_priorities_body_is_not_nullable(schema) -> None:
-    body = schema["paths"][MODIFY]["put"]["requestBody"]["content"]["application/json"]["schema"]
-    assert not body.get("nullable")
+@pytest.mark.django_db
+@pytest.mark.parametrize("method, path", [
+    ("put", MODIFY),
+    ("post", "/serviceorchestration/orchestration/mgmt/simple-store/create"),
+    ("post", "/serviceorchestration/orchestration/mgmt/service-instances/create"),
+    ("put", "/serviceorchestration/orchestration/mgmt/service-instances/update"),
+    ("post", "/serviceorchestration/orchestration/subscribe"),
+])
+def test_a_null_body_is_refused_where_the_schema_says_it_is_not_nullable(api, schema, method,
+                                                                        path) -> None:
+    body = schema["paths"][path][method]["requestBody"]
+    assert not body["content"]["application/json"]["schema"].get("nullable")
+    response = getattr(api, method)(path, "null", content_type="application/json", **SYSOP)
+    assert response.status_code == 400, response.json()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("method, path", [
+    ("post", "/serviceorchestration/orchestration/mgmt/simple-store/create"),
+    ("post", "/serviceorchestration/orchestration/mgmt/service-instances/create"),
+    ("put", "/serviceorchestration/orchestration/mgmt/service-instances/update"),
+    ("post", "/serviceorchestration/orchestration/subscribe"),
+])
+def test_a_body_the_schema_requires_is_refused_when_absent(api, schema, method, path) -> None:
+    assert schema["paths"][path][method]["requestBody"]["required"] is True
+    response = getattr(api, method)(path, **SYSOP)
+    assert response.status_code == 400, response.json()
 
 
 @pytest.mark.django_db

@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 from config.conventions.instance_ids import instance_id
 from config.conventions.pagination import parse_pagination
 from config.exceptions import InvalidParameter
-from config.schema import error_responses, null_body_is_absent
+from config.schema import body_required, error_responses, null_body_is_absent
 from store.apis.common import query_list, validated
 from store.selectors.instances import (
     DEFAULT_SORT_FIELD,
@@ -44,7 +44,7 @@ class InstanceCreateApi(APIView):
     @extend_schema(operation_id="serviceInstanceCreate", tags=TAG,
                    request=InstanceCreateSerializer,
                    responses={201: ServiceInstanceListSerializer, **error_responses(403, 415)},
-                   extensions=null_body_is_absent(),
+                   extensions=body_required(),
                    description="Bulk create; an instance whose id exists replaces it.")
     def post(self, request: Request) -> Response:
         drafts = instance_drafts_from(validated(InstanceCreateSerializer, request.data))
@@ -58,7 +58,7 @@ class InstanceUpdateApi(APIView):
     @extend_schema(operation_id="serviceInstanceUpdate", tags=TAG,
                    request=InstanceUpdateSerializer,
                    responses={200: ServiceInstanceListSerializer, **error_responses(403, 415)},
-                   extensions=null_body_is_absent(),
+                   extensions=body_required(),
                    description="Replaces expiry (absent clears it), metadata and interfaces.")
     def put(self, request: Request) -> Response:
         drafts = instance_update_drafts_from(validated(InstanceUpdateSerializer, request.data))

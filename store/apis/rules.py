@@ -1,5 +1,6 @@
 """Rule store management API (SPEC §3), one view per operation."""
 from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -10,7 +11,7 @@ from config.conventions.pagination import parse_pagination
 from config.conventions.uuids import require_uuid
 from config.exceptions import InvalidParameter
 from config.fields import StrictIntegerField
-from config.schema import error_responses, null_body_is_absent
+from config.schema import body_required, error_responses, null_body_is_absent
 from store.apis.common import query_list, validated
 from store.selectors.rules import (
     DEFAULT_SORT_FIELD,
@@ -47,8 +48,9 @@ MODIFY_PRIORITIES_EXAMPLE = OpenApiExample(
     description="Rules " + " and ".join(SWAPPED_RULES) + " of one consumer and service "
     "definition, now at priorities 1 and 2.")
 REMOVE_PARAMETERS = [OpenApiParameter(
-    "uuids", str, many=True, required=True,
-    description="Rule ids; repeat the parameter or separate them with commas.")]
+    "uuids", OpenApiTypes.UUID, many=True, required=True,
+    description="Rule ids; repeat the parameter or separate them with commas (blanks around "
+    "an id are ignored). Ids with no rule are ignored.")]
 
 
 def _rule_list_response(rules, count: int, status: int = 200) -> Response:
@@ -88,7 +90,7 @@ class RuleCreateApi(APIView):
 
     @extend_schema(operation_id="simpleStoreCreate", tags=TAG, request=RuleCreateSerializer,
                    responses={201: RuleListSerializer, **error_responses(403, 415)},
-                   extensions=null_body_is_absent())
+                   extensions=body_required())
     def post(self, request: Request) -> Response:
         drafts = rule_drafts_from(validated(RuleCreateSerializer, request.data))
         rules = rule_create_many(drafts=drafts, requester=request.user.name,

@@ -2,7 +2,12 @@
 ServiceRegistry's instances)."""
 from rest_framework import serializers
 
-from config.fields import StrictCharField, optional_string_list, pagination_field
+from config.fields import (
+    RequirementField,
+    StrictCharField,
+    optional_string_list,
+    pagination_field,
+)
 from config.name_fields import (
     InstanceIdField,
     InterfaceTemplateField,
@@ -88,7 +93,7 @@ class InstanceQuerySerializer(serializers.Serializer):
     versions = optional_string_list()
     alivesAt = StrictCharField(required=False, allow_null=True)
     metadataRequirementsList = serializers.ListField(
-        child=serializers.JSONField(allow_null=True), required=False, allow_null=True,
+        child=RequirementField(), required=False, allow_null=True,
         help_text="OR of requirement objects; each object is an AND of key-path conditions.")
 
 

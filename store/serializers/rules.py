@@ -2,6 +2,7 @@
 from rest_framework import serializers
 
 from config.fields import (
+    PositiveIntegerFilterField,
     StrictCharField,
     StrictIntegerField,
     optional_string_list,
@@ -38,8 +39,8 @@ class RuleQuerySerializer(serializers.Serializer):
     consumerNames = optional_string_list()
     serviceDefinitions = optional_string_list()
     serviceInstanceIds = optional_string_list()
-    minPriority = StrictIntegerField(required=False, allow_null=True)
-    maxPriority = StrictIntegerField(required=False, allow_null=True)
+    minPriority = PositiveIntegerFilterField(required=False, allow_null=True)
+    maxPriority = PositiveIntegerFilterField(required=False, allow_null=True)
     createdBy = StrictCharField(required=False, allow_null=True)
 
 
