@@ -210,6 +210,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.schema.postprocess_bodies",
+        "config.name_fields.postprocess_request_names",
     ],
 }
 
