@@ -36,14 +36,10 @@ class PositiveIntegerFilterField(StrictIntegerField):
     message."""
 
 
-@extend_schema_field({
-    "type": "object", "additionalProperties": {},
-    "description": "Key (path) → required value, or `{\"op\": <operator>, \"value\": ...}`; "
-    "all conditions must hold."})
-class RequirementField(serializers.JSONField):
-    """One metadata/property requirement object; checked by store.metadata_requirements. A
-    null element is passed on too, to be refused there with the reference's message (so the
-    schema rightly says the element is not nullable)."""
+class NullPassedOn:
+    """For a field whose `null` the service refuses with the reference's message: DRF passes
+    it on instead of answering "This field may not be null.", and the field stays documented
+    as not nullable."""
 
     def validate_empty_values(self, data: Any) -> tuple[bool, Any]:
         if data is None:
@@ -51,11 +47,25 @@ class RequirementField(serializers.JSONField):
         return super().validate_empty_values(data)
 
 
+@extend_schema_field({
+    "type": "object", "additionalProperties": {},
+    "description": "Key (path) → required value, or `{\"op\": <operator>, \"value\": ...}`; "
+    "all conditions must hold."})
+class RequirementField(NullPassedOn, serializers.JSONField):
+    """One metadata/property requirement object; checked by store.metadata_requirements."""
+
+
+@extend_schema_field({"type": "string", "pattern": "[^\\x00-\\x20]",
+                      "description": "Not blank (a null or blank element is a 400)."})
+class ListElementField(NullPassedOn, StrictCharField):
+    """A string element of a request list; the service refuses null and blank elements
+    (`... list contains null or empty element`)."""
+
+
 def optional_string_list(**kwargs: Any) -> serializers.ListField:
-    """An optional list of strings whose elements may be null or blank (checked later)."""
-    return serializers.ListField(
-        child=StrictCharField(allow_null=True), required=False, allow_null=True, **kwargs
-    )
+    """An optional list of strings; null or blank elements are refused by the service."""
+    return serializers.ListField(child=ListElementField(), required=False, allow_null=True,
+                                 **kwargs)
 
 
 def _blank_or(pattern: str) -> str:

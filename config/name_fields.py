@@ -93,6 +93,7 @@ def postprocess_request_names(result: dict, generator, request, public) -> dict:
             kind, blank_allowed = REQUEST_NAMES[prop]
             text = field["items"] if field.get("type") == "array" else field
             text["pattern"] = accepted_name_pattern(kind, blank_allowed=blank_allowed)
-            text.setdefault("description", f"Normalized to {_NORMALIZED_TO[kind]} "
-                            "(`NORMALIZATION_MODE`); at most 63 letters and digits.")
+            text["description"] = " ".join(filter(None, [
+                text.get("description"), f"Normalized to {_NORMALIZED_TO[kind]} "
+                "(`NORMALIZATION_MODE`); at most 63 letters and digits."]))
     return result
