@@ -124,3 +124,11 @@ def test_an_unknown_sort_field_is_refused_and_outside_the_documented_pattern(api
                         format="json", **SYSOP)
     assert response.status_code == 400
     assert "Only the following are allowed" in response.json()["errorMessage"]
+
+
+@pytest.mark.django_db
+def test_modify_priorities_without_a_body_changes_nothing(api, schema) -> None:
+    assert not schema["paths"][MODIFY]["put"]["requestBody"].get("required")
+    response = api.put(MODIFY, **SYSOP)
+    assert response.status_code == 200, response.json()
+    assert response.json() == {"entries": [], "count": 0}
