@@ -30,10 +30,21 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
-@extend_schema_field({"type": "integer", "minimum": 1, "nullable": True})
-class PositiveIntegerFilterField(StrictIntegerField):
-    """An optional positive integer; the service refuses other integers with the reference's
-    message."""
+def documented(field_class: type[serializers.Field], schema: dict[str, Any]) -> type:
+    """A subclass of `field_class` whose OpenAPI schema is `schema`. A subclass, because DRF
+    copies a serializer's fields by re-instantiating their class."""
+    return extend_schema_field(schema)(type(field_class.__name__, (field_class,), {}))
+
+
+def optional_positive_integer(*, maximum: int | None = None,
+                              **kwargs: Any) -> StrictIntegerField:
+    """An optional positive integer (null = absent). Zero and negative values are refused by the
+    service with the reference's message; the schema says so with `minimum`."""
+    schema: dict[str, Any] = {"type": "integer", "minimum": 1, "nullable": True}
+    if maximum is not None:
+        schema["maximum"] = maximum
+        kwargs["max_value"] = maximum
+    return documented(StrictIntegerField, schema)(required=False, allow_null=True, **kwargs)
 
 
 class NullPassedOn:
@@ -109,8 +120,7 @@ class PaginationField(serializers.JSONField):
 def pagination_field(*, sort_fields: Sequence[str], default_sort_field: str,
                      default_direction: str = "ASC") -> PaginationField:
     """The optional paging object of one query endpoint, documented with that endpoint's sort
-    fields (a subclass per endpoint: DRF copies fields by re-instantiating their class)."""
+    fields."""
     schema = pagination_schema(sort_fields=sort_fields, default_sort_field=default_sort_field,
                                default_direction=default_direction)
-    field_class = extend_schema_field(schema)(type("PaginationField", (PaginationField,), {}))
-    return field_class(required=False, allow_null=True)
+    return documented(PaginationField, schema)(required=False, allow_null=True)

@@ -7,11 +7,11 @@ In requests, extended normalization accepts `temperature-consumer` and stores
 matches what normalization accepts rather than the normalized form (docs/decisions.md,
 "Hardening: OpenAPI schema")."""
 from django.conf import settings
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.conventions.names import MAX_NAME_LENGTH
 from config.conventions.versions import MAX_VERSION_LENGTH
+from config.fields import documented
 
 SYSTEM_NAME = "[A-Z][0-9A-Za-z]*"
 SERVICE_DEFINITION = "[a-z][0-9A-Za-z]*"
@@ -19,22 +19,19 @@ VERSION = "[0-9]+\\.[0-9]+\\.[0-9]+"
 INTERFACE_TEMPLATE = "[a-z](?:[0-9a-z_]*[0-9a-z])?"
 
 
-def _name_field(name: str, pattern: str, max_length: int,
-                description: str) -> type[serializers.CharField]:
-    schema = {"type": "string", "pattern": f"^{pattern}$", "maxLength": max_length,
-              "description": description}
-    return extend_schema_field(schema)(type(name, (serializers.CharField,), {}))
+def _name_field(pattern: str, max_length: int, description: str) -> type[serializers.CharField]:
+    return documented(serializers.CharField, {
+        "type": "string", "pattern": f"^{pattern}$", "maxLength": max_length,
+        "description": description})
 
 
-SystemNameField = _name_field("SystemNameField", SYSTEM_NAME, MAX_NAME_LENGTH,
-                              "System name (PascalCase).")
-ServiceDefinitionField = _name_field("ServiceDefinitionField", SERVICE_DEFINITION,
-                                     MAX_NAME_LENGTH, "Service definition name (camelCase).")
-VersionField = _name_field("VersionField", VERSION, MAX_VERSION_LENGTH, "major.minor.patch")
-InterfaceTemplateField = _name_field("InterfaceTemplateField", INTERFACE_TEMPLATE,
-                                     MAX_NAME_LENGTH, "Interface template name (snake_case).")
-InstanceIdField = _name_field("InstanceIdField",
-                              f"{SYSTEM_NAME}\\|{SERVICE_DEFINITION}\\|{VERSION}",
+SystemNameField = _name_field(SYSTEM_NAME, MAX_NAME_LENGTH, "System name (PascalCase).")
+ServiceDefinitionField = _name_field(SERVICE_DEFINITION, MAX_NAME_LENGTH,
+                                     "Service definition name (camelCase).")
+VersionField = _name_field(VERSION, MAX_VERSION_LENGTH, "major.minor.patch")
+InterfaceTemplateField = _name_field(INTERFACE_TEMPLATE, MAX_NAME_LENGTH,
+                                     "Interface template name (snake_case).")
+InstanceIdField = _name_field(f"{SYSTEM_NAME}\\|{SERVICE_DEFINITION}\\|{VERSION}",
                               2 * MAX_NAME_LENGTH + MAX_VERSION_LENGTH + 2,
                               "`<Provider>|<serviceDefinition>|<version>`")
 

@@ -8,7 +8,7 @@ from rest_framework import serializers
 from config.fields import (
     RequirementField,
     StrictCharField,
-    StrictIntegerField,
+    optional_positive_integer,
     optional_string_list,
 )
 from config.name_fields import (
@@ -51,8 +51,7 @@ class OrchestrationRequestSerializer(serializers.Serializer):
     qosRequirements = serializers.DictField(
         child=serializers.JSONField(allow_null=True), required=False, allow_null=True,
         help_text='{"maxLatencyMs": "<int>"}; needs QOS_ENABLED.')
-    exclusivityDuration = StrictIntegerField(required=False, allow_null=True,
-                                             max_value=MAX_SECONDS, help_text="Seconds, > 0.")
+    exclusivityDuration = optional_positive_integer(maximum=MAX_SECONDS, help_text="Seconds.")
 
 
 class TokenSerializer(serializers.Serializer):

@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from config.fields import StrictCharField, StrictIntegerField
+from config.fields import StrictCharField, optional_positive_integer
 from orchestration.serializers import MAX_SECONDS, OrchestrationRequestSerializer
 
 
@@ -15,7 +15,7 @@ class NotifyInterfaceSerializer(serializers.Serializer):
 class SubscribeSerializer(serializers.Serializer):
     orchestrationRequest = OrchestrationRequestSerializer(required=False, allow_null=True)
     notifyInterface = NotifyInterfaceSerializer(required=False, allow_null=True)
-    duration = StrictIntegerField(required=False, allow_null=True, max_value=MAX_SECONDS,
-                                  help_text="Seconds; absent: until unsubscribed.")
+    duration = optional_positive_integer(maximum=MAX_SECONDS,
+                                         help_text="Seconds; absent: until unsubscribed.")
     targetSystemName = StrictCharField(required=False, allow_null=True,
                                        help_text="When given, must be the requester.")

@@ -2,9 +2,9 @@
 from rest_framework import serializers
 
 from config.fields import (
-    PositiveIntegerFilterField,
     StrictCharField,
     StrictIntegerField,
+    optional_positive_integer,
     optional_string_list,
     pagination_field,
 )
@@ -39,8 +39,8 @@ class RuleQuerySerializer(serializers.Serializer):
     consumerNames = optional_string_list()
     serviceDefinitions = optional_string_list()
     serviceInstanceIds = optional_string_list()
-    minPriority = PositiveIntegerFilterField(required=False, allow_null=True)
-    maxPriority = PositiveIntegerFilterField(required=False, allow_null=True)
+    minPriority = optional_positive_integer()
+    maxPriority = optional_positive_integer()
     createdBy = StrictCharField(required=False, allow_null=True)
 
 
