@@ -1,7 +1,12 @@
 """Subscribe and unsubscribe (SPEC §5)."""
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+)
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -14,6 +19,10 @@ from subscriptions.serializers import SubscribeSerializer
 from subscriptions.services import subscription_delete, subscription_upsert
 
 TAG = ["Orchestration"]
+SUBSCRIBE_EXAMPLE = OpenApiExample("Push over MQTT", request_only=True, value={
+    "orchestrationRequest": {"serviceRequirement": {"serviceDefinition": "temperatureInfo"}},
+    "notifyInterface": {"protocol": "MQTT", "properties": {"topic": "plant/notify"}},
+    "duration": 3600})
 
 
 def _trigger(request: Request) -> bool:
@@ -28,6 +37,7 @@ def _trigger(request: Request) -> bool:
 class SubscribeApi(APIView):
     @extend_schema(
         operation_id="subscribe", tags=TAG, request=SubscribeSerializer,
+        examples=[SUBSCRIBE_EXAMPLE],
         parameters=[OpenApiParameter("trigger", bool, required=False,
                                      description="Also orchestrate and push now.")],
         responses={

@@ -10,11 +10,12 @@ from django.utils import timezone
 from store.apis.rules import SWAPPED_RULES
 from store.models import Rule
 from tests.helpers import SYSOP
-from tests.store.helpers import MODIFY, QUERY
+from tests.store.helpers import CREATE, I_CREATE, I_QUERY, I_UPDATE, MODIFY, QUERY
+from tests.subscriptions.helpers import SUBSCRIBE
 
 SCHEMA = "/api/schema/?format=json"
-RULE_LISTS = ("/serviceorchestration/orchestration/mgmt/simple-store/query",
-              "/serviceorchestration/orchestration/mgmt/service-instances/query")
+PULL = "/serviceorchestration/orchestration/pull"
+QUERIES = (QUERY, I_QUERY)
 
 
 @pytest.fixture
@@ -46,8 +47,9 @@ def _swappable_rules() -> None:
 def test_every_request_example_succeeds(api, schema) -> None:
     _swappable_rules()
     examples = list(_examples(schema))
-    assert {(method, path.rsplit("/", 1)[-1]) for method, path, _, _ in examples} >= {
-        ("put", "modify-priorities"), ("post", "modify-priorities"), ("post", "pull")}
+    assert {(method, path) for method, path, _, _ in examples} >= {
+        ("put", MODIFY), ("post", MODIFY), ("post", PULL), ("post", CREATE), ("post", QUERY),
+        ("post", I_CREATE), ("post", I_QUERY), ("post", SUBSCRIBE)}
     for method, path, name, body in examples:
         response = getattr(api, method)(path, body, format="json", **SYSOP)
         assert 200 <= response.status_code < 300, (method, path, name, response.json())
@@ -65,7 +67,7 @@ def test_modify_priorities_example_swaps_the_two_rules(api, schema) -> None:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("path", ["/serviceorchestration/orchestration/pull", QUERY])
+@pytest.mark.parametrize("path", [PULL, QUERY, I_QUERY])
 def test_a_null_body_is_documented_and_served_as_no_body(api, schema, path) -> None:
     body = schema["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert body["nullable"] is True
@@ -75,12 +77,8 @@ def test_a_null_body_is_documented_and_served_as_no_body(api, schema, path) -> N
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("method, path", [
-    ("put", MODIFY),
-    ("post", "/serviceorchestration/orchestration/mgmt/simple-store/create"),
-    ("post", "/serviceorchestration/orchestration/mgmt/service-instances/create"),
-    ("put", "/serviceorchestration/orchestration/mgmt/service-instances/update"),
-    ("post", "/serviceorchestration/orchestration/subscribe"),
-])
+    ("put", MODIFY), ("post", CREATE), ("post", I_CREATE), ("put", I_UPDATE),
+    ("post", SUBSCRIBE)])
 def test_a_null_body_is_refused_where_the_schema_says_it_is_not_nullable(api, schema, method,
                                                                         path) -> None:
     body = schema["paths"][path][method]["requestBody"]
@@ -91,11 +89,7 @@ def test_a_null_body_is_refused_where_the_schema_says_it_is_not_nullable(api, sc
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("method, path", [
-    ("post", "/serviceorchestration/orchestration/mgmt/simple-store/create"),
-    ("post", "/serviceorchestration/orchestration/mgmt/service-instances/create"),
-    ("put", "/serviceorchestration/orchestration/mgmt/service-instances/update"),
-    ("post", "/serviceorchestration/orchestration/subscribe"),
-])
+    ("post", CREATE), ("post", I_CREATE), ("put", I_UPDATE), ("post", SUBSCRIBE)])
 def test_a_body_the_schema_requires_is_refused_when_absent(api, schema, method, path) -> None:
     assert schema["paths"][path][method]["requestBody"]["required"] is True
     response = getattr(api, method)(path, **SYSOP)
@@ -103,7 +97,7 @@ def test_a_body_the_schema_requires_is_refused_when_absent(api, schema, method, 
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("path", RULE_LISTS)
+@pytest.mark.parametrize("path", QUERIES)
 @pytest.mark.parametrize("sort_field", ["", "  "])
 def test_a_blank_sort_field_is_documented_and_means_the_default(api, schema, path,
                                                                 sort_field) -> None:
@@ -117,7 +111,7 @@ def test_a_blank_sort_field_is_documented_and_means_the_default(api, schema, pat
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("path", RULE_LISTS)
+@pytest.mark.parametrize("path", QUERIES)
 def test_an_unknown_sort_field_is_refused_and_outside_the_documented_pattern(api, schema,
                                                                            path) -> None:
     response = api.post(path, {"pagination": {"page": 0, "size": 1, "sortField": "nope"}},

@@ -1,6 +1,6 @@
 """Service instance catalog management API (SPEC §4), one view per operation."""
 from django.conf import settings
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -31,6 +31,20 @@ from store.services.instances import (
 )
 
 TAG = ["Service instance catalog"]
+INSTANCE_CREATE_EXAMPLE = OpenApiExample("An HTTP service", request_only=True, value={
+    "instances": [{
+        "systemName": "TemperatureProvider", "serviceDefinitionName": "temperatureInfo",
+        "version": "1.0", "expiresAt": None, "metadata": {"unit": "celsius"},
+        "interfaces": [{"templateName": "generic_http", "protocol": "http", "policy": "NONE",
+                        "properties": {"accessAddresses": ["192.0.2.10"], "accessPort": 8080,
+                                       "basePath": "/temperature",
+                                       "operations": {"query": {"path": "/query",
+                                                                "method": "GET"}}}}]}]},
+    description="Version `1.0` is stored as `1.0.0`.")
+INSTANCE_QUERY_EXAMPLE = OpenApiExample("Celsius instances of a service", request_only=True,
+                                        value={"serviceDefinitionNames": ["temperatureInfo"],
+                                               "metadataRequirementsList": [{"unit": "celsius"}],
+                                               "pagination": {"page": 0, "size": 10}})
 
 
 def _list_response(instances, count: int, status: int = 200) -> Response:
@@ -42,7 +56,7 @@ class InstanceCreateApi(APIView):
     management_permission = "store.add_serviceinstance"
 
     @extend_schema(operation_id="serviceInstanceCreate", tags=TAG,
-                   request=InstanceCreateSerializer,
+                   request=InstanceCreateSerializer, examples=[INSTANCE_CREATE_EXAMPLE],
                    responses={201: ServiceInstanceListSerializer, **error_responses(403, 415)},
                    extensions=body_required(),
                    description="Bulk create; an instance whose id exists replaces it.")
@@ -70,7 +84,7 @@ class InstanceQueryApi(APIView):
     management_permission = "store.view_serviceinstance"
 
     @extend_schema(operation_id="serviceInstanceQuery", tags=TAG,
-                   request=InstanceQuerySerializer,
+                   request=InstanceQuerySerializer, examples=[INSTANCE_QUERY_EXAMPLE],
                    responses={200: ServiceInstanceListSerializer, **error_responses(403, 415)},
                    extensions=null_body_is_absent())
     def post(self, request: Request) -> Response:

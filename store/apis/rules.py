@@ -40,6 +40,16 @@ PRIORITY_MAP_SCHEMA = {
     "two rules can swap theirs.",
     "additionalProperties": {"type": "integer", "minimum": 1, "maximum": MAX_PRIORITY},
 }
+RULE_CREATE_EXAMPLE = OpenApiExample("Two providers for one consumer", request_only=True, value={
+    "entries": [
+        {"consumer": "temperature-consumer",
+         "serviceInstanceId": "TemperatureProvider|temperatureInfo|1.0.0", "priority": 1},
+        {"consumer": "TemperatureConsumer",
+         "serviceInstanceId": "BackupProvider|temperatureInfo|1.0.0", "priority": 2},
+    ]}, description="`temperature-consumer` is normalized to `TemperatureConsumer`.")
+RULE_QUERY_EXAMPLE = OpenApiExample("A consumer's rules, best first", request_only=True, value={
+    "consumerNames": ["TemperatureConsumer"], "minPriority": 1,
+    "pagination": {"page": 0, "size": 10, "direction": "ASC", "sortField": "priority"}})
 # Two rules of one consumer and service definition, at priorities 1 and 2, swap them.
 SWAPPED_RULES = ("0b9c4a4e-4a4e-4b9c-9c4a-4e4a4e4b9c4a", "5d1e7f3a-2c6b-4e8d-9a0f-1b2c3d4e5f60")
 MODIFY_PRIORITIES_EXAMPLE = OpenApiExample(
@@ -64,6 +74,7 @@ class RuleQueryApi(APIView):
     management_permission = {"POST": "store.view_rule", "DELETE": "store.delete_rule"}
 
     @extend_schema(operation_id="simpleStoreQuery", tags=TAG, request=RuleQuerySerializer,
+                   examples=[RULE_QUERY_EXAMPLE],
                    responses={200: RuleListSerializer, **error_responses(403, 415)},
                    extensions=null_body_is_absent())
     def post(self, request: Request) -> Response:
@@ -89,6 +100,7 @@ class RuleCreateApi(APIView):
     management_permission = "store.add_rule"
 
     @extend_schema(operation_id="simpleStoreCreate", tags=TAG, request=RuleCreateSerializer,
+                   examples=[RULE_CREATE_EXAMPLE],
                    responses={201: RuleListSerializer, **error_responses(403, 415)},
                    extensions=body_required())
     def post(self, request: Request) -> Response:
