@@ -6,6 +6,7 @@ _MEANINGS = {
     400: "Invalid request (INVALID_PARAMETER)",
     401: "No or invalid identity (AUTH)",
     403: "No permission (FORBIDDEN)",
+    406: "The Accept header allows no JSON answer (INVALID_PARAMETER)",
     415: "The body is not JSON (INVALID_PARAMETER)",
     423: "Locked (LOCKED)",
     500: "Unexpected error (INTERNAL_SERVER_ERROR)",
@@ -27,9 +28,9 @@ class ErrorResponseSerializer(serializers.Serializer):
 
 
 def error_responses(*statuses: int) -> dict[int, OpenApiResponse]:
-    """The error answers of an operation: always 400, 401 and 500, plus the given ones (415
-    for an operation that reads a body)."""
-    codes = sorted({400, 401, 500, *statuses})
+    """The error answers of an operation: always 400, 401, 406 and 500, plus the given ones
+    (415 for an operation that reads a body)."""
+    codes = sorted({400, 401, 406, 500, *statuses})
     return {code: OpenApiResponse(ErrorResponseSerializer, description=_MEANINGS[code])
             for code in codes}
 

@@ -126,3 +126,14 @@ def test_modify_priorities_without_a_body_changes_nothing(api, schema) -> None:
     response = api.put(MODIFY, **SYSOP)
     assert response.status_code == 200, response.json()
     assert response.json() == {"entries": [], "count": 0}
+
+
+@pytest.mark.django_db
+def test_every_operation_documents_the_406_it_gives_to_an_unsatisfiable_accept(api,
+                                                                             schema) -> None:
+    operations = [(method, path) for path, item in schema["paths"].items() for method in item]
+    assert all("406" in schema["paths"][path][method]["responses"]
+               for method, path in operations)
+    response = api.get("/serviceorchestration/monitor/echo", HTTP_ACCEPT="text/csv")
+    assert response.status_code == 406
+    assert response.json()["exceptionType"] == "INVALID_PARAMETER"
