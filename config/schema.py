@@ -53,6 +53,29 @@ def body_required() -> dict[str, bool]:
     return {BODY_REQUIRED: True}
 
 
+REQUIRED_NOT_NULL = "x-required-not-null"
+
+
+def required_not_null(*fields: str) -> dict[str, list[str]]:
+    """`extend_schema_serializer(extensions=...)` of a request serializer whose `fields` the
+    service refuses when absent or null (and, for a list, when empty or holding null), with the
+    reference's messages. The DRF fields stay optional so that those messages are given."""
+    return {REQUIRED_NOT_NULL: list(fields)}
+
+
+def _require(schema: dict) -> None:
+    fields = schema.pop(REQUIRED_NOT_NULL, None)
+    if not fields:
+        return
+    schema["required"] = sorted({*schema.get("required", ()), *fields})
+    for name in fields:
+        prop = schema["properties"][name]
+        prop.pop("nullable", None)
+        if prop.get("type") == "array":
+            prop["minItems"] = max(prop.get("minItems", 0), 1)
+            prop["items"].pop("nullable", None)
+
+
 def _nullable(media: dict) -> None:
     schema = media.get("schema")
     if schema is not None:
@@ -63,7 +86,10 @@ def _nullable(media: dict) -> None:
 def postprocess_bodies(result: dict, generator, request, public) -> dict:
     """drf-spectacular hook for what serializers cannot say about a whole body: a body marked
     with `null_body_is_absent()` also accepts `null` (OpenAPI 3.0 has no nullable reference,
-    hence the `allOf` wrapper); one marked with `body_required()` is required."""
+    hence the `allOf` wrapper); one marked with `body_required()` is required. Request
+    components marked with `required_not_null()` get their required fields."""
+    for schema in result.get("components", {}).get("schemas", {}).values():
+        _require(schema)
     for operations in result.get("paths", {}).values():
         for operation in operations.values():
             body = operation.get("requestBody", {})

@@ -1,6 +1,7 @@
 """The schema's own examples work when executed, and what the schema says about request bodies
 and paging is what the service does (issue 10: the modify-priorities example was refused, a
 `null` pull body and an empty `sortField` were accepted against the schema)."""
+import copy
 import re
 import uuid
 
@@ -137,3 +138,39 @@ def test_every_operation_documents_the_406_it_gives_to_an_unsatisfiable_accept(a
     response = api.get("/serviceorchestration/monitor/echo", HTTP_ACCEPT="text/csv")
     assert response.status_code == 406
     assert response.json()["exceptionType"] == "INVALID_PARAMETER"
+
+
+def _example(schema: dict, method: str, path: str) -> dict:
+    media = schema["paths"][path][method]["requestBody"]["content"]["application/json"]
+    return copy.deepcopy(next(iter(media["examples"].values()))["value"])
+
+
+def _at(body: dict, where: tuple) -> dict:
+    """The object at the key path `where` inside `body`."""
+    for key in where:
+        body = body[key]
+    return body
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path, where, component", [
+    (CREATE, ("entries", 0), "RuleDraftRequest"),
+    (I_CREATE, (), "InstanceCreateRequest"),
+    (I_CREATE, ("instances", 0), "InstanceInputRequest"),
+    (SUBSCRIBE, (), "SubscribeRequest"),
+    (SUBSCRIBE, ("notifyInterface",), "NotifyInterfaceRequest"),
+])
+@pytest.mark.parametrize("absence", ["missing", "null"])
+def test_a_field_the_schema_requires_is_refused_when_missing_or_null(api, schema, path, where,
+                                                                     component,
+                                                                     absence) -> None:
+    required = schema["components"]["schemas"][component]["required"]
+    assert required
+    for field in required:
+        body = _example(schema, "post", path)
+        if absence == "null":
+            _at(body, where)[field] = None
+        else:
+            del _at(body, where)[field]
+        response = api.post(path, body, format="json", **SYSOP)
+        assert response.status_code == 400, (field, response.json())

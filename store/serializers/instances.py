@@ -1,5 +1,6 @@
 """Wire shapes of the service instance catalog (SPEC §4, shaped like the Arrowhead
 ServiceRegistry's instances)."""
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from config.fields import (
@@ -15,6 +16,7 @@ from config.name_fields import (
     SystemNameField,
     VersionField,
 )
+from config.schema import required_not_null
 from store.interfaces import POLICIES, InterfaceDraft
 from store.selectors.instances import DEFAULT_SORT_FIELD, SORT_COLUMNS
 from store.services.instances import InstanceDraft, InstanceUpdateDraft
@@ -58,6 +60,7 @@ def _interface_list() -> serializers.ListField:
                                  required=False, allow_null=True)
 
 
+@extend_schema_serializer(extensions=required_not_null("systemName", "serviceDefinitionName"))
 class InstanceInputSerializer(serializers.Serializer):
     systemName = StrictCharField(required=False, allow_null=True)
     serviceDefinitionName = StrictCharField(required=False, allow_null=True)
@@ -67,11 +70,13 @@ class InstanceInputSerializer(serializers.Serializer):
     interfaces = _interface_list()
 
 
+@extend_schema_serializer(extensions=required_not_null("instances"))
 class InstanceCreateSerializer(serializers.Serializer):
     instances = serializers.ListField(child=InstanceInputSerializer(allow_null=True),
                                       required=False, allow_null=True)
 
 
+@extend_schema_serializer(extensions=required_not_null("instanceId"))
 class InstanceUpdateInputSerializer(serializers.Serializer):
     instanceId = StrictCharField(required=False, allow_null=True)
     expiresAt = StrictCharField(required=False, allow_null=True)
@@ -79,6 +84,7 @@ class InstanceUpdateInputSerializer(serializers.Serializer):
     interfaces = _interface_list()
 
 
+@extend_schema_serializer(extensions=required_not_null("instances"))
 class InstanceUpdateSerializer(serializers.Serializer):
     instances = serializers.ListField(child=InstanceUpdateInputSerializer(allow_null=True),
                                       required=False, allow_null=True)

@@ -1,14 +1,18 @@
 """Wire shapes of the rule store (SPEC §3): the names here are the interface's names."""
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from config.fields import (
     StrictCharField,
     StrictIntegerField,
+    documented,
     optional_positive_integer,
     optional_string_list,
     pagination_field,
 )
 from config.name_fields import InstanceIdField, ServiceDefinitionField, SystemNameField
+from config.schema import required_not_null
+from store.models import MAX_PRIORITY
 from store.selectors.rules import DEFAULT_SORT_FIELD, SORT_COLUMNS
 from store.services.rules import RuleDraft
 
@@ -44,10 +48,13 @@ class RuleQuerySerializer(serializers.Serializer):
     createdBy = StrictCharField(required=False, allow_null=True)
 
 
+@extend_schema_serializer(extensions=required_not_null("consumer", "serviceInstanceId", "priority"))
 class RuleDraftSerializer(serializers.Serializer):
     consumer = StrictCharField(required=False, allow_null=True)
     serviceInstanceId = StrictCharField(required=False, allow_null=True)
-    priority = StrictIntegerField(required=False, allow_null=True)
+    priority = documented(StrictIntegerField, {"type": "integer", "minimum": 1,
+                                               "maximum": MAX_PRIORITY})(
+        required=False, allow_null=True)
 
 
 class RuleCreateSerializer(serializers.Serializer):
