@@ -9,7 +9,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/serviceorchestration
 TEST_CELERY_BROKER_URL ?= redis://127.0.0.1:6379/0
 TEST_MQTT_BROKER_URL ?= mqtt://127.0.0.1:1883
 
-.PHONY: run test worker beat install clean bench
+.PHONY: run test worker worker-main worker-http beat install clean bench
 
 $(VENV)/.installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,8 +27,24 @@ run: $(VENV)/.installed
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(VENV)/bin/gunicorn --config python:config.gunicorn config.wsgi
 
+# `make worker` runs two workers side by side (Ctrl-C stops both): one for the default queue
+# and MQTT deliveries, one with NOTIFY_HTTP_CONCURRENCY threads for HTTP deliveries, so that
+# slow HTTP endpoints cannot take the slots of anything else. `make worker-main` and
+# `make worker-http` start one of them (e.g. on different hosts).
+CELERY_TASK_DEFAULT_QUEUE ?= serviceorchestration
+NOTIFY_HTTP_CONCURRENCY ?= 8
+
 worker: $(VENV)/.installed
-	$(VENV)/bin/celery --app config worker --loglevel INFO
+	$(MAKE) --no-print-directory -j2 worker-main worker-http
+
+worker-main: $(VENV)/.installed
+	$(VENV)/bin/celery --app config worker --hostname main@%h --loglevel INFO \
+		--queues $(CELERY_TASK_DEFAULT_QUEUE),$(CELERY_TASK_DEFAULT_QUEUE).mqtt
+
+worker-http: $(VENV)/.installed
+	$(VENV)/bin/celery --app config worker --hostname http@%h --loglevel INFO \
+		--queues $(CELERY_TASK_DEFAULT_QUEUE).http \
+		--pool threads --concurrency $(NOTIFY_HTTP_CONCURRENCY)
 
 beat: $(VENV)/.installed
 	$(VENV)/bin/celery --app config beat --loglevel INFO

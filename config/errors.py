@@ -9,8 +9,10 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404, HttpRequest, JsonResponse
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, HttpRequest, JsonResponse, UnreadablePostError
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
@@ -24,6 +26,7 @@ from config.exceptions import (
     InternalServerError,
     InvalidParameter,
 )
+from config.input_safety import encodable
 from config.request_id import current_request_id
 
 logger = logging.getLogger("serviceorchestration.errors")
@@ -44,12 +47,24 @@ def origin_of(request: HttpRequest) -> str:
 
 
 def envelope(message: str, status: int, exception_type: str, origin: str) -> dict[str, Any]:
+    """Messages may echo client input: whatever it held, the envelope stays encodable."""
     return {
-        "errorMessage": message,
+        "errorMessage": encodable(message),
         "errorCode": status,
         "exceptionType": exception_type,
-        "origin": origin,
+        "origin": encodable(origin),
     }
+
+
+def error_response(request: HttpRequest, status: int, exception_type: str,
+                   message: str) -> JsonResponse:
+    """The envelope outside DRF views (middleware, Django's error handlers)."""
+    body = envelope(message, status, exception_type, origin_of(request))
+    return JsonResponse(body, status=status)
+
+
+def body_too_large_message() -> str:
+    return f"Request body too large: at most {settings.MAX_REQUEST_BODY_BYTES} bytes are accepted"
 
 
 def exception_handler(exc: Exception, context: Mapping[str, Any]) -> Response:
@@ -68,6 +83,12 @@ def exception_handler(exc: Exception, context: Mapping[str, Any]) -> Response:
         status, exception_type, message = 404, DataNotFound.exception_type, "Not found"
     elif isinstance(exc, DjangoPermissionDenied):
         status, exception_type, message = 403, Forbidden.exception_type, "Forbidden"
+    elif isinstance(exc, RequestDataTooBig):  # the request guard answers first; a safety net
+        status, exception_type = 413, InvalidParameter.exception_type
+        message = body_too_large_message()
+    elif isinstance(exc, UnreadablePostError):  # the client went away mid-body
+        status, exception_type = 400, InvalidParameter.exception_type
+        message = "Request body could not be read"
     else:
         log_unhandled(request, exc)
         status, exception_type = 500, InternalServerError.exception_type
@@ -121,16 +142,16 @@ def first_validation_message(detail: Any, path: str = "") -> str:
 
 def server_error(request: HttpRequest) -> JsonResponse:
     log_unhandled(request, True)
-    body = envelope(internal_error_message(), 500, InternalServerError.exception_type,
-                    origin_of(request))
-    return JsonResponse(body, status=500)
+    return error_response(request, 500, InternalServerError.exception_type,
+                          internal_error_message())
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> JsonResponse:
-    body = envelope("Bad request", 400, InvalidParameter.exception_type, origin_of(request))
-    return JsonResponse(body, status=400)
+    if isinstance(exception, RequestDataTooBig):  # e.g. an admin form over the limit
+        return error_response(request, 413, InvalidParameter.exception_type,
+                              body_too_large_message())
+    return error_response(request, 400, InvalidParameter.exception_type, "Bad request")
 
 
 def permission_denied(request: HttpRequest, exception: Exception) -> JsonResponse:
-    body = envelope("Forbidden", 403, Forbidden.exception_type, origin_of(request))
-    return JsonResponse(body, status=403)
+    return error_response(request, 403, Forbidden.exception_type, "Forbidden")

@@ -3,10 +3,13 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 
 _MEANINGS = {
-    400: "Invalid request (INVALID_PARAMETER)",
+    400: "Invalid request, including NUL characters, lone surrogates or non-finite numbers "
+         "anywhere in it (INVALID_PARAMETER)",
     401: "No or invalid identity (AUTH)",
     403: "No permission (FORBIDDEN)",
     406: "The Accept header allows no JSON answer (INVALID_PARAMETER)",
+    413: "The body is larger than MAX_REQUEST_BODY_BYTES; refused before it is read "
+         "(INVALID_PARAMETER)",
     415: "The body is not JSON (INVALID_PARAMETER)",
     423: "Locked (LOCKED)",
     500: "Unexpected error (INTERNAL_SERVER_ERROR)",
@@ -27,10 +30,12 @@ class ErrorResponseSerializer(serializers.Serializer):
         ref_name = "ErrorResponse"
 
 
-def error_responses(*statuses: int) -> dict[int, OpenApiResponse]:
-    """The error answers of an operation: always 400, 401, 406 and 500, plus the given ones
-    (415 for an operation that reads a body)."""
-    codes = sorted({400, 401, 406, 500, *statuses})
+def error_responses(*statuses: int, body: bool = False) -> dict[int, OpenApiResponse]:
+    """The error answers of an operation: always 400, 401, 406 and 500, plus the given ones;
+    for an operation that reads a `body` also 413 (config.request_guard) and 415. The 400
+    includes the input gate's refusals (NUL characters, lone surrogates, non-finite numbers:
+    config.input_safety)."""
+    codes = sorted({400, 401, 406, 500, *statuses, *((413, 415) if body else ())})
     return {code: OpenApiResponse(ErrorResponseSerializer, description=_MEANINGS[code])
             for code in codes}
 

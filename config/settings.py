@@ -54,6 +54,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "config.request_id.RequestIdMiddleware",
+    "config.request_guard.RequestGuardMiddleware",  # body size, NUL in URL and headers
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -138,6 +139,20 @@ MANAGEMENT_WHITELIST = env.list("MANAGEMENT_WHITELIST", default=[])
 NORMALIZATION_MODE = env_choice("NORMALIZATION_MODE", "extended", ("extended", "simple"))
 MAX_PAGE_SIZE = env_positive_int("MAX_PAGE_SIZE", 1000)
 MAX_BULK_SIZE = env_positive_int("MAX_BULK_SIZE", 1000)
+# Request limits (docs/limits.md): one request may only cause work proportional to these.
+# Lists of entries or ids are bounded by MAX_BULK_SIZE; every other list, object and string in
+# a request body by the values below, checked before anything is validated further or written.
+MAX_LIST_LENGTH = env_positive_int("MAX_LIST_LENGTH", 100)
+MAX_STRING_LENGTH = env_positive_int("MAX_STRING_LENGTH", 4096)
+MAX_JSON_DEPTH = env_positive_int("MAX_JSON_DEPTH", 10)
+# Each requested operation costs one authorization token per token-protected result interface.
+MAX_PULL_OPERATIONS = env_positive_int("MAX_PULL_OPERATIONS", 20)
+# Every subscription of a system is re-evaluated whenever its rules or instances change.
+MAX_SUBSCRIPTIONS_PER_SYSTEM = env_positive_int("MAX_SUBSCRIPTIONS_PER_SYSTEM", 100)
+# Largest request body (413 above it, checked before reading; config.request_guard). 2 MiB
+# holds a create of MAX_BULK_SIZE instances of about 2 KB each (docs/decisions.md).
+MAX_REQUEST_BODY_BYTES = env_positive_int("MAX_REQUEST_BODY_BYTES", 2 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES  # Django's own check (admin forms) agrees
 QOS_ENABLED = env.bool("QOS_ENABLED", default=False)
 QOS_PROBE_INTERVAL_SECONDS = env_positive_int("QOS_PROBE_INTERVAL_SECONDS", 30)
 QOS_MEASUREMENT_MAX_AGE_SECONDS = env_positive_int("QOS_MEASUREMENT_MAX_AGE_SECONDS", 120)
@@ -186,7 +201,7 @@ MQTT_BROKER_URL = env.str("MQTT_BROKER_URL", default="mqtt://127.0.0.1:1883")
 
 # --- REST framework and OpenAPI -------------------------------------------------------------
 REST_FRAMEWORK = {
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["config.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["config.parsers.JSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": ["config.auth.ArrowheadAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["config.auth.ManagementPermission"],
@@ -243,18 +258,30 @@ MQTT_QOS = env.int("MQTT_QOS", default=1)
 if MQTT_QOS not in (0, 1, 2):
     raise ImproperlyConfigured(f"MQTT_QOS must be 0, 1 or 2, got {MQTT_QOS}")
 MQTT_TIMEOUT_SECONDS = env_positive_int("MQTT_TIMEOUT_SECONDS", 5)
+# Connecting (TCP and TLS) and then waiting for each read of the answer are bounded separately:
+# a dead host is given up on quickly, a slow one is given its read timeout.
+NOTIFY_HTTP_CONNECT_TIMEOUT_SECONDS = env_positive_int("NOTIFY_HTTP_CONNECT_TIMEOUT_SECONDS", 2)
 NOTIFY_HTTP_TIMEOUT_SECONDS = env_positive_int("NOTIFY_HTTP_TIMEOUT_SECONDS", 10)
+# One slow or dead HTTP destination (host:port) may only delay its own notifications: at most
+# this many sends to it at once (the others wait without holding a worker), and a circuit
+# breaker that stops sending to it after that many consecutive failures for the cool-down.
+NOTIFY_DESTINATION_MAX_IN_FLIGHT = env_positive_int("NOTIFY_DESTINATION_MAX_IN_FLIGHT", 2)
+NOTIFY_BREAKER_FAILURES = env_positive_int("NOTIFY_BREAKER_FAILURES", 5)
+NOTIFY_BREAKER_COOLDOWN_SECONDS = env_positive_int("NOTIFY_BREAKER_COOLDOWN_SECONDS", 30)
+# Threads sending HTTP(S) notifications: of the HTTP worker `make worker` starts, and of the
+# web process itself when there is no broker.
+NOTIFY_HTTP_CONCURRENCY = env_positive_int("NOTIFY_HTTP_CONCURRENCY", 8)
 NOTIFICATION_RETRY_BASE_SECONDS = env_positive_int("NOTIFICATION_RETRY_BASE_SECONDS", 2)
 NOTIFICATION_RETRY_MAX_SECONDS = env_positive_int("NOTIFICATION_RETRY_MAX_SECONDS", 300)
 NOTIFICATION_SWEEP_INTERVAL_SECONDS = env_positive_int("NOTIFICATION_SWEEP_INTERVAL_SECONDS", 5)
-NOTIFICATION_SENDING_LEASE_SECONDS = env_positive_int("NOTIFICATION_SENDING_LEASE_SECONDS", 120)
-# A lease shorter than one send would let the sweeper hand a message still in flight to a
-# second worker: a duplicate on every slow send.
-_LONGEST_SEND_SECONDS = max(MQTT_TIMEOUT_SECONDS, NOTIFY_HTTP_TIMEOUT_SECONDS)
-if NOTIFICATION_SENDING_LEASE_SECONDS <= 2 * _LONGEST_SEND_SECONDS:
+# A worker renews its claim every third of the lease while it sends, so only a dead claimant's
+# claim runs out; then the sweeper sends the notification again. Three seconds at least, so
+# that a renewal (one short UPDATE) always fits twice into a lease.
+NOTIFICATION_SENDING_LEASE_SECONDS = env_positive_int("NOTIFICATION_SENDING_LEASE_SECONDS", 15)
+if NOTIFICATION_SENDING_LEASE_SECONDS < 3:
     raise ImproperlyConfigured(
-        "NOTIFICATION_SENDING_LEASE_SECONDS must be more than twice the longest send timeout "
-        "(MQTT_TIMEOUT_SECONDS, NOTIFY_HTTP_TIMEOUT_SECONDS)"
+        f"NOTIFICATION_SENDING_LEASE_SECONDS must be at least 3, got "
+        f"{NOTIFICATION_SENDING_LEASE_SECONDS}"
     )
 CELERY_BEAT_SCHEDULE["sweep-notifications"] = {
     "task": "notifications.sweep",

@@ -3,7 +3,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.text import Truncator
 
-from notifications.models import NotificationDelivery
+from notifications.models import NotificationDelivery, NotificationDestination
 from notifications.services import deliveries_retry
 
 
@@ -12,8 +12,8 @@ class NotificationDeliveryAdmin(admin.ModelAdmin):
     """The outbox and its attempts. Written by the delivery machinery only; operators look,
     retry, and may delete old rows."""
 
-    list_display = ("created_at", "subscription_id", "protocol", "status", "attempts",
-                     "last_error_short", "next_attempt_at", "delivered_at")
+    list_display = ("created_at", "subscription_id", "protocol", "destination", "status",
+                    "attempts", "last_error_short", "next_attempt_at", "delivered_at")
     list_filter = ("status", "protocol")
     search_fields = ("subscription_id",)
     date_hierarchy = "created_at"
@@ -35,3 +35,18 @@ class NotificationDeliveryAdmin(admin.ModelAdmin):
         count = deliveries_retry(delivery_ids=queryset.values_list("id", flat=True))
         self.message_user(request, f"{count} notification deliveries queued for sending "
                           "(delivered and in-flight ones are left alone).")
+
+
+@admin.register(NotificationDestination)
+class NotificationDestinationAdmin(admin.ModelAdmin):
+    """The circuit breaker of each HTTP(S) destination: read-only (the senders keep it); an
+    operator may delete a row to close its circuit at once."""
+
+    list_display = ("key", "consecutive_failures", "open_until", "updated_at")
+    search_fields = ("key",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False

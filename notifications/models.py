@@ -39,7 +39,16 @@ class NotificationDelivery(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     last_error = models.TextField(blank=True, default="")
     next_attempt_at = models.DateTimeField(default=timezone.now)
-    claimed_at = models.DateTimeField(null=True, blank=True)
+    claimed_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the current claim was taken: its fencing token.")
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True,
+        help_text="Renewed while a worker is sending; the claim is dead once it is older than "
+                  "the sending lease.")
+    destination = models.CharField(
+        max_length=300, blank=True, default="",
+        help_text="HTTP(S): host:port, the unit of the concurrency limit and the circuit "
+                  "breaker. Empty for MQTT (one broker).")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(default=timezone.now)
     delivered_at = models.DateTimeField(null=True, blank=True)
@@ -51,7 +60,27 @@ class NotificationDelivery(models.Model):
             # The sweeper's two queries: due PENDING rows, and SENDING rows with an old claim.
             models.Index(fields=["status", "next_attempt_at"], name="delivery_status_due"),
             models.Index(fields=["created_at"], name="delivery_created_at"),
+            # Sends in flight per destination (the concurrency limit).
+            models.Index(fields=["destination", "status"], name="delivery_destination_status"),
         ]
 
     def __str__(self) -> str:
         return f"{self.protocol} {self.subscription_id} {self.status}"
+
+
+class NotificationDestination(models.Model):
+    """The circuit breaker of one HTTP(S) destination (host:port), shared by every worker.
+
+    Its row is also the lock under which a send to the destination is claimed, so the
+    concurrency limit holds across processes."""
+
+    key = models.CharField(max_length=300, primary_key=True)
+    consecutive_failures = models.PositiveIntegerField(default=0)
+    open_until = models.DateTimeField(
+        null=True, blank=True,
+        help_text="Set while the breaker is open (sends deferred until then); after it, one "
+                  "probe is let through.")
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.key

@@ -19,3 +19,8 @@ def delivery_seconds_until_due(*, delivery_id: uuid.UUID | str) -> float | None:
     if next_attempt_at is None:
         return None
     return max(0.0, (next_attempt_at - timezone.now()).total_seconds())
+
+
+def delivery_protocol(*, delivery_id: uuid.UUID | str) -> str | None:
+    return (NotificationDelivery.objects.filter(id=delivery_id)
+            .values_list("protocol", flat=True).first())

@@ -20,6 +20,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from notifications import transports
+from notifications.destinations import destination_admit, destination_record
+from notifications.heartbeat import ClaimHeartbeat
 from notifications.models import NotificationDelivery
 
 logger = logging.getLogger(__name__)
@@ -28,7 +30,7 @@ Status = NotificationDelivery.Status
 SUPERSEDED = "Superseded by a newer notification"
 WAITING = "Waiting for an older notification of the subscription being sent"
 EXPIRED = "Subscription expired"
-LEASE_EXPIRED = "Attempt interrupted: no outcome recorded within the sending lease"
+LEASE_EXPIRED = "Attempt interrupted: its worker stopped renewing the sending lease"
 # delivery_send's answer for an id that names no delivery (not one of the statuses).
 MISSING = "MISSING"
 # At most this many due rows are read per sweep; the time budget usually ends it sooner.
@@ -47,19 +49,21 @@ def delivery_create(*, subscription_id: uuid.UUID, protocol: str, properties: di
     protocol = protocol.upper()
     if protocol not in NotificationDelivery.Protocol.values:
         raise ValueError(f"Unsupported notify protocol: {protocol}")
+    properties = {str(key).lower(): value for key, value in properties.items()}
     now = timezone.now()
     _supersede_pending(subscription_id=subscription_id, now=now)
     delivery = NotificationDelivery.objects.create(
         subscription_id=subscription_id,
         protocol=protocol,
-        properties={str(key).lower(): value for key, value in properties.items()},
+        properties=properties,
+        destination=transports.http_destination(protocol, properties),
         payload=payload,
         expires_at=expires_at,
         next_attempt_at=now,
         created_at=now,
         updated_at=now,
     )
-    transaction.on_commit(partial(delivery_enqueue, delivery_id=delivery.id))
+    transaction.on_commit(partial(delivery_enqueue, delivery_id=delivery.id, protocol=protocol))
     return delivery
 
 
@@ -86,23 +90,31 @@ def deliveries_retry(*, delivery_ids: Iterable[uuid.UUID]) -> int:
     rows = NotificationDelivery.objects.filter(
         id__in=list(delivery_ids), status__in=(Status.PENDING, Status.FAILED, Status.CANCELLED)
     )
-    ids = list(rows.values_list("id", flat=True))
-    count = NotificationDelivery.objects.filter(id__in=ids).update(
+    chosen = dict(rows.values_list("id", "protocol"))
+    count = NotificationDelivery.objects.filter(id__in=chosen).update(
         status=Status.PENDING, next_attempt_at=now, claimed_at=None, updated_at=now
     )
-    for delivery_id in ids:
-        transaction.on_commit(partial(delivery_enqueue, delivery_id=delivery_id))
+    for delivery_id, protocol in chosen.items():
+        transaction.on_commit(partial(delivery_enqueue, delivery_id=delivery_id,
+                                      protocol=protocol))
     return count
 
 
-def delivery_enqueue(*, delivery_id: uuid.UUID) -> bool:
-    """Hand the delivery to a worker. Never raises: the row is committed, so when the broker
-    is down (or an eager run fails) the sweeper sends it later. Returns whether it was
-    enqueued."""
-    from notifications.tasks import deliver_task
+def delivery_enqueue(*, delivery_id: uuid.UUID, protocol: str,
+                     countdown: float | None = None) -> bool:
+    """Hand the delivery to the queue of its transport (HTTP and MQTT have their own, so one
+    cannot hold up the other), or, without a broker, to this process's pool for the transport.
+    Never raises: the row is committed, so when the broker is down (or an eager run fails) the
+    sweeper sends it later. Returns whether it was handed over."""
+    from notifications.inprocess import in_process_submit
+    from notifications.tasks import deliver_task, delivery_queue
 
     try:
-        deliver_task.delay(str(delivery_id))
+        if settings.CELERY_TASK_ALWAYS_EAGER:
+            in_process_submit(uuid.UUID(str(delivery_id)), http=is_http(protocol))
+        else:
+            deliver_task.apply_async(args=[str(delivery_id)], kwargs={"protocol": protocol},
+                                     queue=delivery_queue(protocol), countdown=countdown)
     except Exception:  # noqa: BLE001 - broker down, or an eager run raising
         logger.warning("Could not enqueue notification delivery %s; the sweeper will send it",
                        delivery_id, exc_info=True)
@@ -129,15 +141,26 @@ def delivery_send(delivery_id: uuid.UUID | str) -> str:
         return _record(delivery, status=Status.PENDING, error=WAITING, attempted=False,
                        next_attempt_at=timezone.now() + timedelta(seconds=1))
     try:
-        transports.send(delivery.protocol, delivery.properties, delivery.payload)
+        with ClaimHeartbeat(delivery.id, delivery.claimed_at):
+            transports.send(delivery.protocol, delivery.properties, delivery.payload)
     except transports.TransportError as exc:
+        # What retrying may cure (silence, refused connections, 5xx, 408/429) counts against
+        # the destination; a permanent refusal shows it up and answering.
+        destination_record(key=delivery.destination, reachable=not exc.transient,
+                           now=timezone.now())
         if exc.transient:
             return _record_transient_failure(delivery, error=str(exc))
         return _record(delivery, status=Status.FAILED, error=str(exc))
     except Exception as exc:  # noqa: BLE001 - a bug must not drop the notification
         logger.exception("Unexpected error sending notification delivery %s", delivery.id)
         return _record_transient_failure(delivery, error=f"Unexpected error: {exc!r}")
+    destination_record(key=delivery.destination, reachable=True, now=timezone.now())
     return _record(delivery, status=Status.DELIVERED)
+
+
+def is_http(protocol: str) -> bool:
+    return protocol.upper() in (NotificationDelivery.Protocol.HTTP,
+                                NotificationDelivery.Protocol.HTTPS)
 
 
 def _parse_id(delivery_id: uuid.UUID | str) -> uuid.UUID | None:
@@ -148,15 +171,27 @@ def _parse_id(delivery_id: uuid.UUID | str) -> uuid.UUID | None:
 
 
 def _claim(delivery_id: uuid.UUID | str) -> NotificationDelivery | None:
-    """PENDING and due → SENDING, stamped with the claim time (the lease, and the fencing
-    token of every later write). None when another caller has it, or it is not due/pending."""
+    """PENDING and due → SENDING, stamped with the claim time (the fencing token of every
+    later write) and a first heartbeat. None when another caller has it, it is not
+    due/pending, or its HTTP destination may not take another send now (then it is deferred:
+    still PENDING, due later, without an attempt counted)."""
     parsed = _parse_id(delivery_id)
     if parsed is None:
         return None
     now = timezone.now()
-    claimed = NotificationDelivery.objects.filter(
-        id=parsed, status=Status.PENDING, next_attempt_at__lte=now
-    ).update(status=Status.SENDING, claimed_at=now, updated_at=now)
+    due = NotificationDelivery.objects.filter(
+        id=parsed, status=Status.PENDING, next_attempt_at__lte=now)
+    destination = due.values_list("destination", flat=True).first()
+    if destination is None:
+        return None
+    with transaction.atomic():
+        deferral = destination_admit(key=destination, now=now) if destination else None
+        if deferral is not None:
+            due.update(next_attempt_at=deferral.until, last_error=deferral.reason,
+                       updated_at=now)
+            return None
+        claimed = due.update(status=Status.SENDING, claimed_at=now, heartbeat_at=now,
+                             updated_at=now)
     if claimed != 1:
         return None
     return NotificationDelivery.objects.get(id=parsed)
@@ -225,34 +260,50 @@ def retry_delay_seconds(*, attempts: int) -> int:
 
 
 def deliveries_sweep() -> int:
-    """The safety net behind the send task (Celery beat, NOTIFICATION_SWEEP_INTERVAL_SECONDS):
+    """The safety net behind the send tasks (Celery beat, NOTIFICATION_SWEEP_INTERVAL_SECONDS):
     recovers deliveries whose task was lost (broker restarted without persistence, enqueue
-    failed) or whose worker died while sending, and sends every due one.
+    failed) or whose worker died while sending, and the due retries when there is no broker.
 
-    Sends directly, oldest due first, instead of enqueueing: the sweeper must work precisely
-    when the broker lost its queue, and claims keep it from racing a task for the same row.
-    It starts no new send after one sweep interval, so that while the subscribers' broker
-    hangs, overlapping sweeps cannot take over every worker; the next sweep goes on.
-    Returns how many due deliveries it tried."""
-    started, now = time.monotonic(), timezone.now()
+    It sends nothing itself, so that a silent HTTP endpoint cannot hold it (and every due MQTT
+    notification behind it): due rows go to the queue of their transport, or without a broker
+    to the process's pool of the transport. With a broker only rows due for a whole interval
+    are handed over (their own task had that long to claim them), each at most once per
+    interval; when the broker refuses, the sweeper sends the row itself.
+    Returns how many due deliveries it handed over (or tried)."""
+    now = timezone.now()
     released = _release_expired_claims(now=now)
     if released:
         logger.warning("%d notification deliveries were left SENDING; retrying them", released)
-    due = NotificationDelivery.objects.filter(status=Status.PENDING, next_attempt_at__lte=now)
-    tried = 0
-    for delivery_id in due.order_by("next_attempt_at").values_list("id", flat=True)[:SWEEP_BATCH]:
+    due_before = now
+    if not settings.CELERY_TASK_ALWAYS_EAGER:
+        due_before -= timedelta(seconds=settings.NOTIFICATION_SWEEP_INTERVAL_SECONDS)
+    due = NotificationDelivery.objects.filter(status=Status.PENDING,
+                                              next_attempt_at__lte=due_before)
+    rows = list(due.order_by("next_attempt_at").values_list("id", "protocol")[:SWEEP_BATCH])
+    if not settings.CELERY_TASK_ALWAYS_EAGER:
+        # Still due, but not overdue again before the next interval: handed over once per sweep.
+        NotificationDelivery.objects.filter(
+            id__in=[delivery_id for delivery_id, _ in rows], status=Status.PENDING,
+            next_attempt_at__lte=due_before,
+        ).update(next_attempt_at=now)
+    started, tried = time.monotonic(), 0
+    for delivery_id, protocol in rows:
+        # A broker that refuses can take a while per row: the next sweep goes on.
         if time.monotonic() - started >= settings.NOTIFICATION_SWEEP_INTERVAL_SECONDS:
             break
-        delivery_send(delivery_id)
+        if not delivery_enqueue(delivery_id=delivery_id, protocol=protocol):
+            delivery_send(delivery_id)
         tried += 1
     return tried
 
 
 def _release_expired_claims(*, now: datetime) -> int:
-    """A SENDING row older than the lease lost its worker mid-attempt. The attempt counts (it
-    may even have arrived: delivery is at least once) and the row is due again at once."""
+    """A SENDING row whose heartbeat is older than the lease lost its worker mid-attempt. The
+    attempt counts (it may even have arrived: delivery is at least once) and the row is due
+    again, overdue since its claim."""
     lease = timedelta(seconds=settings.NOTIFICATION_SENDING_LEASE_SECONDS)
     return NotificationDelivery.objects.filter(
-        status=Status.SENDING, claimed_at__lt=now - lease
+        status=Status.SENDING, heartbeat_at__lt=now - lease
     ).update(status=Status.PENDING, attempts=F("attempts") + 1, last_error=LEASE_EXPIRED,
-             next_attempt_at=now, claimed_at=None, updated_at=now)
+             next_attempt_at=F("claimed_at"), claimed_at=None, heartbeat_at=None,
+             updated_at=now)

@@ -1,38 +1,48 @@
 """Celery tasks of the notifications app (discovered by config.celery's autodiscover_tasks)."""
 import logging
 
-from celery import Task, shared_task
+from celery import Task, current_app, shared_task
 
 logger = logging.getLogger(__name__)
 
 
+def delivery_queue(protocol: str) -> str:
+    """The queue of a transport's deliveries: `<CELERY_TASK_DEFAULT_QUEUE>.http` for HTTP(S),
+    `<CELERY_TASK_DEFAULT_QUEUE>.mqtt` for MQTT(S). Separate queues, consumed by separate
+    workers (`make worker`), so a slow HTTP endpoint cannot take the MQTT senders' slots."""
+    from notifications.services import is_http
+
+    transport = "http" if is_http(protocol) else "mqtt"
+    return f"{current_app.conf.task_default_queue}.{transport}"
+
+
 @shared_task(name="notifications.deliver", bind=True, acks_late=True,
              reject_on_worker_lost=True)
-def deliver_task(self: Task, delivery_id: str) -> str:
-    """Send one delivery (enqueued after the commit that created it). Acknowledged only after
-    it ran, and requeued if the worker dies: delivery_send claims the row, so a duplicate run
-    sends nothing. After a transient failure it schedules itself for the next attempt; run
-    eagerly it does not (that would retry at once, in the caller) and leaves it to the sweeper.
-    Returns the delivery's status."""
+def deliver_task(self: Task, delivery_id: str, protocol: str = "") -> str:
+    """Send one delivery (enqueued after the commit that created it, on the queue of its
+    `protocol`). Acknowledged only after it ran, and requeued if the worker dies:
+    delivery_send claims the row, so a duplicate run sends nothing. When the delivery is still
+    PENDING afterwards (a transient failure, or deferred because its destination is busy or
+    its circuit open) it schedules itself for the next attempt; run eagerly it does not (that
+    would retry at once, in the caller) and leaves it to the sweeper. Returns the status."""
     from notifications.services import delivery_send
 
     status = delivery_send(delivery_id)
     if status == "PENDING" and not self.request.is_eager:
-        _schedule_next_attempt(delivery_id)
+        _schedule_next_attempt(delivery_id, protocol)
     return status
 
 
-def _schedule_next_attempt(delivery_id: str) -> None:
-    from notifications.selectors import delivery_seconds_until_due
+def _schedule_next_attempt(delivery_id: str, protocol: str) -> None:
+    from notifications.selectors import delivery_protocol, delivery_seconds_until_due
+    from notifications.services import delivery_enqueue
 
     countdown = delivery_seconds_until_due(delivery_id=delivery_id)
     if countdown is None:
         return
-    try:
-        deliver_task.apply_async(args=[delivery_id], countdown=countdown)
-    except Exception:  # noqa: BLE001 - the broker is down: the sweeper retries it
-        logger.warning("Could not schedule the next attempt of notification delivery %s; "
-                       "the sweeper will retry it", delivery_id, exc_info=True)
+    # A task enqueued before the queues were split carries no protocol.
+    protocol = protocol or delivery_protocol(delivery_id=delivery_id) or ""
+    delivery_enqueue(delivery_id=delivery_id, protocol=protocol, countdown=countdown)
 
 
 @shared_task(name="notifications.sweep")

@@ -4,6 +4,7 @@ Each call either returns (the message was accepted: PUBACK for MQTT QoS >= 1, a 
 or raises TransportError, whose `transient` flag tells the caller whether trying again later
 can help. Nothing here touches the database.
 """
+import http.client
 import json
 import threading
 import time
@@ -171,8 +172,46 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
+class _ConnectTimeout:
+    """Connects (TCP, and the TLS handshake for HTTPS) within NOTIFY_HTTP_CONNECT_TIMEOUT_SECONDS,
+    then waits up to the connection's own timeout (NOTIFY_HTTP_TIMEOUT_SECONDS) for each read:
+    a host that does not accept is given up on quickly, a slow one gets its read timeout."""
+
+    timeout: float | None
+    sock: Any
+
+    def connect(self) -> None:
+        read_timeout = self.timeout
+        self.timeout = settings.NOTIFY_HTTP_CONNECT_TIMEOUT_SECONDS
+        try:
+            super().connect()  # type: ignore[misc]
+        finally:
+            self.timeout = read_timeout
+        self.sock.settimeout(read_timeout)
+
+
+class _HTTPConnection(_ConnectTimeout, http.client.HTTPConnection):
+    pass
+
+
+class _HTTPSConnection(_ConnectTimeout, http.client.HTTPSConnection):
+    pass
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(_HTTPConnection, req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(_HTTPSConnection, req, context=self._context,
+                            check_hostname=self._check_hostname)
+
+
 # No ProxyHandler: the environment's http_proxy must not silently reroute notifications.
-_opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect)
+_opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect,
+                                      _HTTPHandler, _HTTPSHandler)
 
 
 def http_url(protocol: str, properties: dict[str, Any]) -> str:
@@ -198,6 +237,18 @@ def _port(value: Any) -> int:
         raise TransportError(f"HTTP notify interface has no valid port: {value!r}",
                              transient=False)
     return port
+
+
+def http_destination(protocol: str, properties: dict[str, Any]) -> str:
+    """`host:port` of an HTTP(S) notify interface (the unit of the per-destination limit and
+    circuit breaker), "" for MQTT or when the interface has no usable address."""
+    if protocol.upper() not in ("HTTP", "HTTPS"):
+        return ""
+    try:
+        url = urlsplit(http_url(protocol, properties))
+        return f"{url.hostname}:{url.port}"
+    except (TransportError, ValueError):
+        return ""
 
 
 def http_send(*, protocol: str, properties: dict[str, Any], payload: Any) -> None:

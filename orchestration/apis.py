@@ -34,7 +34,8 @@ class OrchestrationPullApi(APIView):
 
     @extend_schema(operation_id="pull", tags=["Orchestration"],
                    request=OrchestrationRequestSerializer, examples=[PULL_EXAMPLE],
-                   responses={200: OrchestrationResponseSerializer, **error_responses(415, 503)},
+                   responses={200: OrchestrationResponseSerializer,
+                              **error_responses(503, body=True)},
                    extensions=null_body_is_absent())
     def post(self, request: Request) -> Response:
         result = orchestration_pull(requester=request.user.name,

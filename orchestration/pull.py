@@ -23,7 +23,7 @@ from orchestration.types import (
     OrchestrationResultEntry,
 )
 from store.interfaces import MAX_EXCLUSIVITY_SECONDS, exclusivity_seconds
-from store.metadata_requirements import matches_any
+from store.metadata_requirements import matches_any, regex_budget
 from store.models import Rule, ServiceInstance
 
 logger = logging.getLogger(__name__)
@@ -82,7 +82,8 @@ def qos_max_latency(request: OrchestrationRequest) -> int | None:
             raise InvalidParameter(f"Unsupported QoS requirement: {key}")
     value = qos.get(QOS_MAX_LATENCY)
     text = str(value).strip() if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
-    if not text.isascii() or not text.isdigit() or int(text) < 1:
+    # More than 18 digits is no latency, and int() refuses more than 4300 (a 500).
+    if not text.isascii() or not text.isdigit() or len(text) > 18 or int(text) < 1:
         raise InvalidParameter("Invalid QoS requirement: maxLatencyMs should be a positive "
                                "integer")
     return int(text)
@@ -246,8 +247,10 @@ def orchestrate(*, consumer: str, request: OrchestrationRequest, now: dt.datetim
     if request.has("ALLOW_INTERCLOUD"):
         run.warn(WARN_NO_INTERCLOUD)
     requirement = request.requirement
+    with regex_budget():  # requirements are evaluated per candidate (docs/limits.md)
+        qualifying = _candidates(run)
     candidates = matching.preferred_first(
-        _candidates(run), lambda c: c.provider, requirement.preferred_providers,
+        qualifying, lambda c: c.provider, requirement.preferred_providers,
         only_preferred=request.has("ONLY_PREFERRED"))
     if max_latency is not None:
         candidates = _within_latency(candidates, max_latency, now)

@@ -6,7 +6,8 @@ from collections import OrderedDict
 from rest_framework import serializers
 
 from config.fields import (
-    RequirementField,
+    BoundedDictField,
+    RequirementListField,
     StrictCharField,
     optional_positive_integer,
     optional_string_list,
@@ -22,14 +23,14 @@ from config.name_fields import (
 MAX_SECONDS = 2_147_483_647  # durations are stored as database integers
 
 
-def _requirement_list(help_text: str) -> serializers.ListField:
-    return serializers.ListField(child=RequirementField(), required=False,
-                                 allow_null=True, help_text=help_text)
+def _requirement_list(help_text: str) -> RequirementListField:
+    return RequirementListField(required=False, allow_null=True, help_text=help_text)
 
 
 class ServiceRequirementSerializer(serializers.Serializer):
     serviceDefinition = StrictCharField(required=False, allow_null=True)
-    operations = optional_string_list()
+    # Each operation costs a token per token-protected result interface: a smaller limit.
+    operations = optional_string_list(limit_setting="MAX_PULL_OPERATIONS")
     versions = optional_string_list()
     alivesAt = StrictCharField(required=False, allow_null=True,
                                help_text="ISO 8601 UTC, e.g. 2025-11-08T12:00:00Z")
@@ -44,12 +45,12 @@ class ServiceRequirementSerializer(serializers.Serializer):
 
 class OrchestrationRequestSerializer(serializers.Serializer):
     serviceRequirement = ServiceRequirementSerializer(required=False, allow_null=True)
-    orchestrationFlags = serializers.DictField(
-        child=serializers.JSONField(allow_null=True), required=False, allow_null=True,
+    orchestrationFlags = BoundedDictField(
+        required=False, allow_null=True,
         help_text="Flag name → true/false (JSON booleans or strings). MATCHMAKING, "
         "ONLY_PREFERRED, ONLY_EXCLUSIVE, ALLOW_TRANSLATION, ALLOW_INTERCLOUD, ONLY_INTERCLOUD.")
-    qosRequirements = serializers.DictField(
-        child=serializers.JSONField(allow_null=True), required=False, allow_null=True,
+    qosRequirements = BoundedDictField(
+        required=False, allow_null=True,
         help_text='{"maxLatencyMs": "<int>"}; needs QOS_ENABLED.')
     exclusivityDuration = optional_positive_integer(maximum=MAX_SECONDS, help_text="Seconds.")
 

@@ -8,6 +8,7 @@ from config.conventions import names
 from config.conventions.instance_ids import build_instance_id
 from config.conventions.versions import normalize_version, validate_version
 from config.exceptions import InvalidParameter
+from config.forms import CheckedJSONField
 from store.admin_filters import NameInputFilter
 from store.changes import change_record
 from store.interfaces import InterfaceDraft, interface_validate, metadata_validate
@@ -122,6 +123,7 @@ class ServiceInstanceAdminForm(forms.ModelForm):
     class Meta:
         model = ServiceInstance
         fields = ["provider", "service_definition", "version", "expires_at", "metadata"]
+        field_classes = {"metadata": CheckedJSONField}
 
     def clean(self) -> dict:
         data = super().clean()
@@ -151,6 +153,7 @@ class ServiceInterfaceInlineForm(forms.ModelForm):
     class Meta:
         model = ServiceInterface
         fields = ["template_name", "protocol", "policy", "properties"]
+        field_classes = {"properties": CheckedJSONField}
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

@@ -15,7 +15,10 @@ Comparisons are Java type-strict: ``1 != 1.0`` and ``True != 1``.
 This module is pure (no ORM, no settings, no I/O) so callers can use it anywhere.
 """
 import re
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import regex
@@ -30,7 +33,34 @@ _OPERATOR_KEYS = frozenset({"op", "value"})
 
 Predicate = Callable[[Any, Any], bool]
 REGEX_TIMEOUT_SECONDS = 0.1
+# One request evaluates its patterns against every candidate: a pattern that stays just under
+# the per-match timeout could still hold a worker for conditions x candidates x 0.1 s. All
+# matches inside one `regex_budget()` share this much time (docs/limits.md).
+REGEX_BUDGET_SECONDS = 1.0
 MAX_PATTERN_LENGTH = 1000
+_regex_deadline: ContextVar[float | None] = ContextVar("regex_deadline", default=None)
+
+
+@contextmanager
+def regex_budget(seconds: float = REGEX_BUDGET_SECONDS) -> Iterator[None]:
+    """Within this block, all REGEXP matches together may take at most `seconds`."""
+    token = _regex_deadline.set(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _regex_deadline.reset(token)
+
+
+def _match_timeout(pattern: str) -> float:
+    deadline = _regex_deadline.get()
+    if deadline is None:
+        return REGEX_TIMEOUT_SECONDS
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise InvalidParameter(f"Regular expressions in metadata requirements take too long "
+                               f"together (at most {REGEX_BUDGET_SECONDS:g} s per request): "
+                               f"{pattern}")
+    return min(REGEX_TIMEOUT_SECONDS, remaining)
 
 
 # --- type-strict JSON values ---------------------------------------------------------------
@@ -92,8 +122,9 @@ def _regexp(left: object, right: object) -> bool:
         return False
     # Any consumer may send a pattern: a catastrophically backtracking one must not hold a
     # worker, so matching has a time limit (the `regex` module; `re` has none).
+    timeout = _match_timeout(right)
     try:
-        return _compile(right).fullmatch(left, timeout=REGEX_TIMEOUT_SECONDS) is not None
+        return _compile(right).fullmatch(left, timeout=timeout) is not None
     except TimeoutError:
         raise InvalidParameter(f"Regular expression in metadata requirement takes too long: "
                                f"{right}") from None

@@ -44,7 +44,7 @@ class SubscribeApi(APIView):
             (201, "text/plain"): OpenApiResponse(OpenApiTypes.UUID, description="Created"),
             (200, "text/plain"): OpenApiResponse(OpenApiTypes.UUID,
                                                  description="Overwritten (same id)"),
-            **error_responses(403, 415)},
+            **error_responses(403, body=True)},
         extensions=body_required())
     def post(self, request: Request) -> HttpResponse:
         trigger = _trigger(request)

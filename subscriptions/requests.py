@@ -9,6 +9,7 @@ from config.exceptions import InvalidParameter
 from orchestration.pull import qos_max_latency
 from orchestration.requests import parse_orchestration_request
 from orchestration.types import OrchestrationRequest
+from subscriptions import notify_targets
 
 HTTP_METHODS = ("POST", "PUT", "PATCH")
 PROTOCOLS = ("HTTP", "HTTPS", "MQTT", "MQTTS")
@@ -45,25 +46,28 @@ def _require(properties: dict, key: str, message: str, text: bool = True) -> Any
 
 
 def _http(properties: dict) -> dict:
-    _require(properties, "address", "Notify properties has no address property")
+    address = _require(properties, "address", "Notify properties has no address property")
     port = _require(properties, "port", "Notify properties has no port property", text=False)
     text = str(port).strip() if isinstance(port, (str, int)) and not isinstance(port, bool) else ""
-    if not text.lstrip("-").isdigit():
+    # isdigit() alone also holds for superscripts ("²"), which int() refuses.
+    if not (text.isascii() and text.lstrip("-").isdigit()):
         raise InvalidParameter("Notify port is not a number")
-    if not 1 <= int(text) <= 65535:
+    # int() refuses more than 4300 digits (CPython's conversion limit): compare lengths first.
+    if len(text.lstrip("-").lstrip("0")) > 5 or not 1 <= int(text) <= 65535:
         raise InvalidParameter("Notify port is out of the valid range")
     method = _require(properties, "method", "Notify properties has no method property")
     if method.upper() not in HTTP_METHODS:
         raise InvalidParameter(f"Unsupported notify HTTP method: {method}")
     path = _require(properties, "path", "Notify properties has no path property")
-    return {**properties, "port": int(text), "method": method.upper(), "path": path}
+    return {**properties, "address": notify_targets.http_address(address), "port": int(text),
+            "method": method.upper(), "path": notify_targets.http_path(path)}
 
 
 def _mqtt(properties: dict) -> dict:
     if not settings.MQTT_BROKER_URL:
         raise InvalidParameter("MQTT notify protocol required, but MQTT is not enabled")
-    _require(properties, "topic", "Notify properties has no topic member")
-    return properties
+    topic = _require(properties, "topic", "Notify properties has no topic member")
+    return {**properties, "topic": notify_targets.mqtt_topic(topic)}
 
 
 def parse_subscribe_request(data: dict, *, requester: str) -> SubscribeRequest:

@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
-from config.fields import StrictCharField, optional_positive_integer
+from config.fields import BoundedDictField, StrictCharField, optional_positive_integer
 from config.schema import required_not_null
 from orchestration.serializers import MAX_SECONDS, OrchestrationRequestSerializer
 
@@ -10,8 +10,8 @@ from orchestration.serializers import MAX_SECONDS, OrchestrationRequestSerialize
 class NotifyInterfaceSerializer(serializers.Serializer):
     protocol = StrictCharField(required=False, allow_null=True,
                                help_text="HTTP, HTTPS, MQTT or MQTTS (any case).")
-    properties = serializers.DictField(
-        child=serializers.JSONField(allow_null=True), required=False, allow_null=True,
+    properties = BoundedDictField(
+        required=False, allow_null=True,
         help_text="MQTT: topic. HTTP: address, port, method (POST/PUT/PATCH), path.")
 
 

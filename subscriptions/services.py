@@ -18,7 +18,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from rest_framework.utils.encoders import JSONEncoder
 
-from config.exceptions import Forbidden
+from config.exceptions import Forbidden, InvalidParameter
 from notifications.services import deliveries_cancel, delivery_create
 from orchestration.models import OrchestrationJob
 from orchestration.pull import orchestrate, orchestrate_recorded
@@ -54,6 +54,18 @@ def _apply(subscription: Subscription, subscribe: SubscribeRequest, now: dt.date
     subscription.updated_at = now
 
 
+def _ensure_room_for_one_more(owner: str) -> None:
+    """Each subscription of a system is re-evaluated on every change of its rules or
+    instances, so their number is bounded (docs/limits.md). Concurrent subscribes of one
+    system may overshoot by their number; the bound is on work, not an exact quota."""
+    limit = settings.MAX_SUBSCRIPTIONS_PER_SYSTEM
+    # A system's subscriptions target itself; `target` is the indexed column.
+    count = Subscription.objects.filter(target=owner, owner=owner).count()
+    if count >= limit:
+        raise InvalidParameter(f"Too many subscriptions: {owner} already has {count} "
+                               f"(at most {limit})")
+
+
 def subscription_upsert(*, requester: str, subscribe: SubscribeRequest,
                         trigger: bool) -> tuple[Subscription, bool]:
     """Create the subscription, or overwrite the requester's subscription for the same
@@ -69,6 +81,7 @@ def subscription_upsert(*, requester: str, subscribe: SubscribeRequest,
                     identity_key=key).first()
                 created = subscription is None
                 if created:
+                    _ensure_room_for_one_more(requester)
                     subscription = Subscription(owner=requester, target=requester,
                                                 service_definition=service_definition,
                                                 identity_key=key, created_at=now)

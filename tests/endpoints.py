@@ -18,6 +18,7 @@ from paho.mqtt.client import Client, MQTTMessage
 from paho.mqtt.enums import CallbackAPIVersion
 
 from notifications.models import NotificationDelivery
+from notifications.transports import http_destination
 
 WAIT_SECONDS = 10
 BODY = {"results": [{"serviceInstanceId": "P|svc|1.0.0"}], "warnings": []}
@@ -29,6 +30,7 @@ def make_delivery(protocol: str = "HTTP", properties: dict[str, Any] | None = No
     now = timezone.now()
     values: dict[str, Any] = {
         "subscription_id": uuid.uuid4(), "protocol": protocol, "properties": properties or {},
+        "destination": http_destination(protocol, properties or {}),
         "payload": BODY, "next_attempt_at": now, "created_at": now, "updated_at": now,
     }
     return NotificationDelivery.objects.create(**{**values, **fields})
@@ -167,3 +169,60 @@ def _accepts(port: int) -> bool:
     except OSError:
         return False
     return True
+
+
+class SilentTcpServer:
+    """A destination that accepts TCP connections on 127.0.0.1 and never answers: every
+    request to it hangs until the client's read timeout. Counts the connections it holds."""
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0), backlog=128)
+        self._lock = threading.Lock()
+        self._held: list[socket.socket] = []
+        self.accepted = 0
+        self.open = 0
+        self.most_open = 0
+        self._closed = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def port(self) -> int:
+        return self._listener.getsockname()[1]
+
+    def properties(self, path: str = "/notify") -> dict[str, Any]:
+        return {"address": "127.0.0.1", "port": self.port, "method": "POST", "path": path}
+
+    def _accept(self) -> None:
+        while not self._closed.is_set():
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:
+                return
+            with self._lock:
+                self._held.append(connection)
+                self.accepted += 1
+                self.open += 1
+                self.most_open = max(self.most_open, self.open)
+            threading.Thread(target=self._hold, args=(connection,), daemon=True).start()
+
+    def _hold(self, connection: socket.socket) -> None:
+        """Read (and ignore) until the client gives up, so that `open` is the number of
+        requests in flight right now."""
+        try:
+            while connection.recv(65536):
+                pass
+        except OSError:
+            pass
+        with self._lock:
+            self.open -= 1
+
+    def close(self) -> None:
+        self._closed.set()
+        self._listener.close()
+        with self._lock:
+            for connection in self._held:
+                try:
+                    connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                connection.close()

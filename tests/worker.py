@@ -37,45 +37,78 @@ def _wait_until_ready(process: subprocess.Popen, log_path: Path, timeout: float 
                 f"{log_path.read_text()[-3000:]}", pytrace=False)
 
 
-@pytest.fixture(scope="session")
-def celery_worker(django_db_setup, django_db_blocker, tmp_path_factory):
-    """Start one worker for the session; tests using it must be `transaction=True` so that
-    the worker sees their data."""
-    services.require_redis(settings.CELERY_BROKER_URL)
-    queue = f"so-test-{uuid.uuid4().hex[:8]}"
-    log_path = tmp_path_factory.mktemp("worker") / "worker.log"
-    with django_db_blocker.unblock():
-        env = {**os.environ, "DATABASE_URL": _database_url(), "CELERY_TASK_DEFAULT_QUEUE": queue,
-               "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-               "MQTT_BROKER_URL": settings.MQTT_BROKER_URL, "CONN_MAX_AGE": "0",
-               "SUBSCRIPTION_COALESCE_SECONDS": "0.5", "NOTIFICATION_RETRY_BASE_SECONDS": "1"}
-    log = log_path.open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "--app", "config", "worker", "--pool", "threads",
-         "--concurrency", "4", "--queues", queue, "--loglevel", "INFO", "--without-gossip",
-         "--without-mingle", "--without-heartbeat"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+def worker_environment(queue: str, **overrides: str) -> dict[str, str]:
+    """The environment of a worker process working on the test database and broker, with
+    `queue` as its CELERY_TASK_DEFAULT_QUEUE (so `<queue>.http`/`<queue>.mqtt` for deliveries).
+    Call it with the database unblocked."""
+    return {**os.environ, "DATABASE_URL": _database_url(), "CELERY_TASK_DEFAULT_QUEUE": queue,
+            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+            "MQTT_BROKER_URL": settings.MQTT_BROKER_URL, "CONN_MAX_AGE": "0",
+            "SUBSCRIPTION_COALESCE_SECONDS": "0.5", "NOTIFICATION_RETRY_BASE_SECONDS": "1",
+            # A breaker that opens and recovers within a test's patience.
+            "NOTIFY_BREAKER_FAILURES": "2", "NOTIFY_BREAKER_COOLDOWN_SECONDS": "5",
+            **overrides}
+
+
+def start_worker(name: str, queues: list[str], env: dict[str, str],
+                 log_path: Path) -> subprocess.Popen:
+    """A `celery worker` (thread pool of 4) consuming `queues`, ready when this returns; its
+    output goes to `log_path`."""
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "--app", "config", "worker", "--pool", "threads",
+             "--concurrency", "4", "--queues", ",".join(queues), "--hostname", f"{name}@%h",
+             "--loglevel", "INFO", "--without-gossip", "--without-mingle",
+             "--without-heartbeat"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         _wait_until_ready(process, log_path)
+    except BaseException:
+        stop_worker(process)
+        raise
+    return process
+
+
+def stop_worker(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+@pytest.fixture(scope="session")
+def celery_worker(django_db_setup, django_db_blocker, tmp_path_factory):
+    """Start the workers `make worker` starts, for the session: one for the default and the
+    MQTT delivery queues, one for the HTTP delivery queue. Tests using it must be
+    `transaction=True` so that the workers see their data. Yields the first one's log."""
+    services.require_redis(settings.CELERY_BROKER_URL)
+    queue = f"so-test-{uuid.uuid4().hex[:8]}"
+    logs = tmp_path_factory.mktemp("worker")
+    with django_db_blocker.unblock():
+        env = worker_environment(queue)
+    processes = []
+    try:
+        processes.append(start_worker("main", [queue, f"{queue}.mqtt"], env,
+                                      logs / "worker.log"))
+        processes.append(start_worker("http", [f"{queue}.http"], env, logs / "http-worker.log"))
         previous = celery_app.conf.task_default_queue
         celery_app.conf.task_default_queue = queue
-        yield log_path
+        yield logs / "worker.log"
         celery_app.conf.task_default_queue = previous
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
-        _forget_queue(queue)
+        for process in processes:
+            stop_worker(process)
+        forget_queues(queue, f"{queue}.mqtt", f"{queue}.http")
 
 
-def _forget_queue(queue: str) -> None:
+def forget_queues(*queues: str) -> None:
     """Leave nothing of this session in the shared Redis (tasks the worker had not run yet,
     e.g. retries waiting for their countdown)."""
     import redis
 
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
+    for queue in queues:
+        client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
     client.close()

@@ -57,7 +57,8 @@ class InstanceCreateApi(APIView):
 
     @extend_schema(operation_id="serviceInstanceCreate", tags=TAG,
                    request=InstanceCreateSerializer, examples=[INSTANCE_CREATE_EXAMPLE],
-                   responses={201: ServiceInstanceListSerializer, **error_responses(403, 415)},
+                   responses={201: ServiceInstanceListSerializer,
+                              **error_responses(403, body=True)},
                    extensions=body_required(),
                    description="Bulk create; an instance whose id exists replaces it.")
     def post(self, request: Request) -> Response:
@@ -71,7 +72,8 @@ class InstanceUpdateApi(APIView):
 
     @extend_schema(operation_id="serviceInstanceUpdate", tags=TAG,
                    request=InstanceUpdateSerializer,
-                   responses={200: ServiceInstanceListSerializer, **error_responses(403, 415)},
+                   responses={200: ServiceInstanceListSerializer,
+                              **error_responses(403, body=True)},
                    extensions=body_required(),
                    description="Replaces expiry (absent clears it), metadata and interfaces.")
     def put(self, request: Request) -> Response:
@@ -85,7 +87,8 @@ class InstanceQueryApi(APIView):
 
     @extend_schema(operation_id="serviceInstanceQuery", tags=TAG,
                    request=InstanceQuerySerializer, examples=[INSTANCE_QUERY_EXAMPLE],
-                   responses={200: ServiceInstanceListSerializer, **error_responses(403, 415)},
+                   responses={200: ServiceInstanceListSerializer,
+                              **error_responses(403, body=True)},
                    extensions=null_body_is_absent())
     def post(self, request: Request) -> Response:
         data = validated(InstanceQuerySerializer, request.data)

@@ -2,7 +2,6 @@
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -10,7 +9,7 @@ from rest_framework.views import APIView
 from config.conventions.pagination import parse_pagination
 from config.conventions.uuids import require_uuid
 from config.exceptions import InvalidParameter
-from config.fields import StrictIntegerField
+from config.fields import BoundedDictField, StrictIntegerField
 from config.schema import body_required, error_responses, null_body_is_absent
 from store.apis.common import query_list, validated
 from store.selectors.rules import (
@@ -37,8 +36,9 @@ PRIORITY_MAP_SCHEMA = {
     "type": "object",
     "description": "Rule id (UUID, any case, surrounding blanks ignored) → new priority. An id "
     "with no rule is a 400 (`Not existing UUID: <id>`); the new priorities apply together, so "
-    "two rules can swap theirs.",
+    "two rules can swap theirs. At most MAX_BULK_SIZE entries.",
     "additionalProperties": {"type": "integer", "minimum": 1, "maximum": MAX_PRIORITY},
+    "maxProperties": settings.MAX_BULK_SIZE,
 }
 RULE_CREATE_EXAMPLE = OpenApiExample("Two providers for one consumer", request_only=True, value={
     "entries": [
@@ -75,7 +75,7 @@ class RuleQueryApi(APIView):
 
     @extend_schema(operation_id="simpleStoreQuery", tags=TAG, request=RuleQuerySerializer,
                    examples=[RULE_QUERY_EXAMPLE],
-                   responses={200: RuleListSerializer, **error_responses(403, 415)},
+                   responses={200: RuleListSerializer, **error_responses(403, body=True)},
                    extensions=null_body_is_absent())
     def post(self, request: Request) -> Response:
         data = validated(RuleQuerySerializer, request.data)
@@ -101,7 +101,7 @@ class RuleCreateApi(APIView):
 
     @extend_schema(operation_id="simpleStoreCreate", tags=TAG, request=RuleCreateSerializer,
                    examples=[RULE_CREATE_EXAMPLE],
-                   responses={201: RuleListSerializer, **error_responses(403, 415)},
+                   responses={201: RuleListSerializer, **error_responses(403, body=True)},
                    extensions=body_required())
     def post(self, request: Request) -> Response:
         drafts = rule_drafts_from(validated(RuleCreateSerializer, request.data))
@@ -110,8 +110,14 @@ class RuleCreateApi(APIView):
         return _rule_list_response(rules, len(rules), status=201)
 
 
-class PriorityMapField(serializers.DictField):
-    child = StrictIntegerField(allow_null=True)
+class PriorityMapField(BoundedDictField):
+    """The body of modify-priorities: one rule id per entry, so bounded like a bulk."""
+
+    default_error_messages = {"max_entries": "Priority map has more than {max_length} entries"}
+
+    def __init__(self) -> None:
+        super().__init__(child=StrictIntegerField(allow_null=True),
+                         limit_setting="MAX_BULK_SIZE")
 
 
 class RuleModifyPrioritiesApi(APIView):
@@ -120,7 +126,7 @@ class RuleModifyPrioritiesApi(APIView):
     @extend_schema(operation_id="simpleStoreModifyPriorities", tags=TAG,
                    request={"application/json": PRIORITY_MAP_SCHEMA},
                    examples=[MODIFY_PRIORITIES_EXAMPLE],
-                   responses={200: RuleListSerializer, **error_responses(403, 415)})
+                   responses={200: RuleListSerializer, **error_responses(403, body=True)})
     def put(self, request: Request) -> Response:
         priorities = PriorityMapField().run_validation(request.data)
         rules = rule_priorities_modify(priorities=priorities, requester=request.user.name)
@@ -129,7 +135,7 @@ class RuleModifyPrioritiesApi(APIView):
     @extend_schema(operation_id="simpleStoreModifyPrioritiesPost", tags=TAG,
                    request={"application/json": PRIORITY_MAP_SCHEMA},
                    examples=[MODIFY_PRIORITIES_EXAMPLE],
-                   responses={200: RuleListSerializer, **error_responses(403, 415)},
+                   responses={200: RuleListSerializer, **error_responses(403, body=True)},
                    description="Same as PUT; the interface document shows POST.")
     def post(self, request: Request) -> Response:
         return self.put(request)

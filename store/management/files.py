@@ -6,6 +6,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.serializers import Serializer
 
 from config.errors import first_validation_message
+from config.input_safety import json_problem
 
 
 def read_validated(path: str, serializer_class: type[Serializer]) -> dict:
@@ -16,6 +17,9 @@ def read_validated(path: str, serializer_class: type[Serializer]) -> dict:
             data = json.load(file)
     except (OSError, ValueError) as exc:
         raise CommandError(f"Cannot read {path}: {exc}") from exc
+    problem = json_problem(data)  # what the database cannot store, as for request bodies
+    if problem is not None:
+        raise CommandError(f"Cannot read {path}: {problem}")
     serializer = serializer_class(data=data)
     try:
         serializer.is_valid(raise_exception=True)

@@ -98,8 +98,9 @@ def instance_list(*, filters: InstanceFilters,
         return list(rows.prefetch_related("interfaces")), total
     requirements = list(filters.metadata_requirements)
     ordered = order(instances, page, columns=SORT_COLUMNS).values_list("pk", "metadata")
-    matching = [pk for pk, metadata in ordered.iterator(chunk_size=2000)
-                if metadata_requirements.matches_any(metadata, requirements)]
+    with metadata_requirements.regex_budget():
+        matching = [pk for pk, metadata in ordered.iterator(chunk_size=2000)
+                    if metadata_requirements.matches_any(metadata, requirements)]
     page_pks = matching[page.offset:page.offset + page.size]
     rows = ServiceInstance.objects.prefetch_related("interfaces").in_bulk(page_pks)
     return [rows[pk] for pk in page_pks], len(matching)

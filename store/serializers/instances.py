@@ -4,8 +4,11 @@ from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from config.fields import (
-    RequirementField,
+    BoundedJSONField,
+    BoundedListField,
+    RequirementListField,
     StrictCharField,
+    bulk_list,
     optional_string_list,
     pagination_field,
 )
@@ -52,12 +55,12 @@ class InterfaceInputSerializer(serializers.Serializer):
     templateName = StrictCharField(required=False, allow_null=True)
     protocol = StrictCharField(required=False, allow_null=True)
     policy = StrictCharField(required=False, allow_null=True)
-    properties = serializers.JSONField(required=False, allow_null=True)
+    properties = BoundedJSONField(required=False, allow_null=True)
 
 
-def _interface_list() -> serializers.ListField:
-    return serializers.ListField(child=InterfaceInputSerializer(allow_null=True),
-                                 required=False, allow_null=True)
+def _interface_list() -> BoundedListField:
+    return BoundedListField(child=InterfaceInputSerializer(allow_null=True), required=False,
+                            allow_null=True)
 
 
 @extend_schema_serializer(extensions=required_not_null("systemName", "serviceDefinitionName"))
@@ -66,40 +69,38 @@ class InstanceInputSerializer(serializers.Serializer):
     serviceDefinitionName = StrictCharField(required=False, allow_null=True)
     version = StrictCharField(required=False, allow_null=True)
     expiresAt = StrictCharField(required=False, allow_null=True)
-    metadata = serializers.JSONField(required=False, allow_null=True)
+    metadata = BoundedJSONField(required=False, allow_null=True)
     interfaces = _interface_list()
 
 
 @extend_schema_serializer(extensions=required_not_null("instances"))
 class InstanceCreateSerializer(serializers.Serializer):
-    instances = serializers.ListField(child=InstanceInputSerializer(allow_null=True),
-                                      required=False, allow_null=True)
+    instances = bulk_list(InstanceInputSerializer(allow_null=True))
 
 
 @extend_schema_serializer(extensions=required_not_null("instanceId"))
 class InstanceUpdateInputSerializer(serializers.Serializer):
     instanceId = StrictCharField(required=False, allow_null=True)
     expiresAt = StrictCharField(required=False, allow_null=True)
-    metadata = serializers.JSONField(required=False, allow_null=True)
+    metadata = BoundedJSONField(required=False, allow_null=True)
     interfaces = _interface_list()
 
 
 @extend_schema_serializer(extensions=required_not_null("instances"))
 class InstanceUpdateSerializer(serializers.Serializer):
-    instances = serializers.ListField(child=InstanceUpdateInputSerializer(allow_null=True),
-                                      required=False, allow_null=True)
+    instances = bulk_list(InstanceUpdateInputSerializer(allow_null=True))
 
 
 class InstanceQuerySerializer(serializers.Serializer):
     pagination = pagination_field(sort_fields=list(SORT_COLUMNS),
                                   default_sort_field=DEFAULT_SORT_FIELD)
-    instanceIds = optional_string_list()
+    instanceIds = optional_string_list(limit_setting="MAX_BULK_SIZE")
     providerNames = optional_string_list()
     serviceDefinitionNames = optional_string_list()
     versions = optional_string_list()
     alivesAt = StrictCharField(required=False, allow_null=True)
-    metadataRequirementsList = serializers.ListField(
-        child=RequirementField(), required=False, allow_null=True,
+    metadataRequirementsList = RequirementListField(
+        required=False, allow_null=True,
         help_text="OR of requirement objects; each object is an AND of key-path conditions.")
 
 

@@ -5,6 +5,7 @@ from rest_framework import serializers
 from config.fields import (
     StrictCharField,
     StrictIntegerField,
+    bulk_list,
     documented,
     optional_positive_integer,
     optional_string_list,
@@ -39,10 +40,10 @@ class RuleListSerializer(serializers.Serializer):
 class RuleQuerySerializer(serializers.Serializer):
     pagination = pagination_field(sort_fields=list(SORT_COLUMNS),
                                   default_sort_field=DEFAULT_SORT_FIELD)
-    ids = optional_string_list()
+    ids = optional_string_list(limit_setting="MAX_BULK_SIZE")
     consumerNames = optional_string_list()
     serviceDefinitions = optional_string_list()
-    serviceInstanceIds = optional_string_list()
+    serviceInstanceIds = optional_string_list(limit_setting="MAX_BULK_SIZE")
     minPriority = optional_positive_integer()
     maxPriority = optional_positive_integer()
     createdBy = StrictCharField(required=False, allow_null=True)
@@ -58,11 +59,9 @@ class RuleDraftSerializer(serializers.Serializer):
 
 
 class RuleCreateSerializer(serializers.Serializer):
-    entries = serializers.ListField(child=RuleDraftSerializer(allow_null=True), required=False,
-                                    allow_null=True)
-    candidates = serializers.ListField(child=RuleDraftSerializer(allow_null=True),
-                                       required=False, allow_null=True,
-                                       help_text="Alias of `entries` (the Java reference's name).")
+    entries = bulk_list(RuleDraftSerializer(allow_null=True))
+    candidates = bulk_list(RuleDraftSerializer(allow_null=True),
+                           help_text="Alias of `entries` (the Java reference's name).")
 
     def validate(self, data: dict) -> dict:
         if data.get("entries") is not None and data.get("candidates") is not None:

@@ -5,11 +5,13 @@ import sys
 import textwrap
 import threading
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
 from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from notifications.models import NotificationDelivery
@@ -92,6 +94,10 @@ class DeliveryCreateBrokerDownTests:
         assert "the sweeper will send it" in result.stderr
         delivery = NotificationDelivery.objects.get()
         assert delivery.status == Status.PENDING and http_sink.requests == []
+        # One sweep interval later (a task would have claimed it by then), the sweeper does.
+        NotificationDelivery.objects.update(
+            next_attempt_at=F("next_attempt_at")
+            - timedelta(seconds=django_settings.NOTIFICATION_SWEEP_INTERVAL_SECONDS))
         assert deliveries_sweep() == 1
         delivery.refresh_from_db()
         assert delivery.status == Status.DELIVERED and len(http_sink.requests) == 1

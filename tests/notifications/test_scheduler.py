@@ -82,6 +82,7 @@ class InProcessSweepTests:
         delivery = make_delivery("HTTP", http_sink.properties())
         start_in_process_scheduler()
         wait_for(lambda: http_sink.requests, what="the sweeper to send the delivery")
+        # Sent by the process's HTTP pool, which records the outcome right after the answer.
+        wait_for(lambda: NotificationDelivery.objects.get(id=delivery.id).status
+                 == NotificationDelivery.Status.DELIVERED, what="the delivery recorded")
         stop_in_process_scheduler()
-        delivery.refresh_from_db()
-        assert delivery.status == NotificationDelivery.Status.DELIVERED

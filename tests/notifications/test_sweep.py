@@ -9,7 +9,7 @@ from django.utils import timezone
 from notifications.models import NotificationDelivery
 from notifications.services import deliveries_sweep, delivery_send
 from notifications.tasks import sweep_task
-from tests.endpoints import BODY, MqttReceiver, free_port, make_delivery, mosquitto
+from tests.endpoints import BODY, MqttReceiver, free_port, make_delivery, mosquitto, wait_for
 
 pytestmark = pytest.mark.django_db
 
@@ -17,22 +17,32 @@ Status = NotificationDelivery.Status
 
 
 class DeliveriesSweepTests:
-    def test_it_sends_due_pending_deliveries_and_leaves_later_ones(self, http_sink):
-        due = make_delivery("HTTP", http_sink.properties(path="/due"))
+    def test_it_sends_overdue_deliveries_and_leaves_the_others(self, settings, http_sink):
+        """With a broker, a row due for a whole sweep interval lost its task; a row due just
+        now still has its own task coming, and a later one is not due."""
+        settings.NOTIFICATION_SWEEP_INTERVAL_SECONDS = 5
+        now = timezone.now()
+        overdue = make_delivery("HTTP", http_sink.properties(path="/overdue"),
+                                next_attempt_at=now - timedelta(seconds=6))
+        just_due = make_delivery("HTTP", http_sink.properties(path="/just-due"))
         later = make_delivery("HTTP", http_sink.properties(path="/later"),
-                              next_attempt_at=timezone.now() + timedelta(minutes=1))
+                              next_attempt_at=now + timedelta(minutes=1))
         assert deliveries_sweep() == 1
-        assert [request.path for request in http_sink.requests] == ["/due"]
-        due.refresh_from_db()
-        later.refresh_from_db()
-        assert (due.status, later.status) == (Status.DELIVERED, Status.PENDING)
+        assert [request.path for request in http_sink.requests] == ["/overdue"]
+        statuses = dict(NotificationDelivery.objects.values_list("id", "status"))
+        assert statuses == {overdue.id: Status.DELIVERED, just_due.id: Status.PENDING,
+                            later.id: Status.PENDING}
 
-    def test_it_resends_a_delivery_whose_worker_died_while_sending(self, settings, http_sink):
-        settings.NOTIFICATION_SENDING_LEASE_SECONDS = 120
+    def test_it_resends_a_delivery_whose_worker_stopped_renewing_its_claim(self, settings,
+                                                                           http_sink):
+        settings.NOTIFICATION_SENDING_LEASE_SECONDS = 6
+        now = timezone.now()
         stale = make_delivery("HTTP", http_sink.properties(path="/stale"), status=Status.SENDING,
-                              claimed_at=timezone.now() - timedelta(seconds=121))
+                              claimed_at=now - timedelta(minutes=5),
+                              heartbeat_at=now - timedelta(seconds=7))
         in_flight = make_delivery("HTTP", http_sink.properties(path="/in-flight"),
-                                  status=Status.SENDING, claimed_at=timezone.now())
+                                  status=Status.SENDING, claimed_at=now - timedelta(minutes=5),
+                                  heartbeat_at=now - timedelta(seconds=1))
         assert sweep_task.apply().get() == 1
         assert [request.path for request in http_sink.requests] == ["/stale"]
         stale.refresh_from_db()
@@ -42,11 +52,24 @@ class DeliveriesSweepTests:
 
     def test_it_fails_expired_deliveries_instead_of_sending(self, http_sink):
         expired = make_delivery("HTTP", http_sink.properties(),
+                                next_attempt_at=timezone.now() - timedelta(minutes=1),
                                 expires_at=timezone.now() - timedelta(seconds=1))
         deliveries_sweep()
         expired.refresh_from_db()
         assert (expired.status, expired.last_error) == (Status.FAILED, "Subscription expired")
         assert http_sink.requests == []
+
+
+@pytest.mark.django_db(transaction=True)
+class SweepWithoutBrokerTests:
+    def test_it_sends_every_due_delivery_without_a_broker(self, settings, http_sink):
+        settings.CELERY_TASK_ALWAYS_EAGER = True
+        due = make_delivery("HTTP", http_sink.properties(path="/due"))
+        assert deliveries_sweep() == 1
+        wait_for(lambda: http_sink.requests, what="the in-process pool to send it")
+        assert [request.path for request in http_sink.requests] == ["/due"]
+        wait_for(lambda: NotificationDelivery.objects.get(id=due.id).status == Status.DELIVERED,
+                 what="the delivery recorded")
 
 
 class BrokerOutageTests:
@@ -72,7 +95,7 @@ class BrokerOutageTests:
             receiver = MqttReceiver("127.0.0.1", port, topic=topic)
             try:
                 NotificationDelivery.objects.filter(id=delivery.id).update(
-                    next_attempt_at=timezone.now())
+                    next_attempt_at=timezone.now() - timedelta(minutes=1))
                 assert deliveries_sweep() == 1
                 message = receiver.get()
             finally:

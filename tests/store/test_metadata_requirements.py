@@ -8,6 +8,7 @@ from store.metadata_requirements import (
     OPERATORS,
     matches,
     matches_any,
+    regex_budget,
     resolve,
     validate_requirement,
     validate_requirements,
@@ -359,6 +360,17 @@ class RegexSafetyTests:
         requirement = {"name": {"op": "REGEXP", "value": "(a|aa)+"}}
         with pytest.raises(InvalidParameter, match="takes too long"):
             matches({"name": "a" * 40 + "!"}, requirement)
+
+    def test_it_refuses_patterns_once_the_requests_budget_is_spent(self):
+        requirement = {"name": {"op": "REGEXP", "value": "a+"}}
+        with regex_budget(0.0), pytest.raises(InvalidParameter, match="take too long together"):
+            matches({"name": "aaa"}, requirement)
+
+    def test_it_shares_the_budget_between_matches(self):
+        requirement = {"name": {"op": "REGEXP", "value": "a+"}}
+        with regex_budget():
+            assert all(matches({"name": "a" * i}, requirement) for i in range(1, 200))
+        assert matches({"name": "aaa"}, requirement)  # no budget outside the block
 
     def test_it_refuses_an_overlong_pattern(self):
         with pytest.raises(InvalidParameter, match="too long"):

@@ -1,0 +1,57 @@
+"""Keeps a claim alive while its send runs, so that only a dead claimant's claim expires.
+
+The sweeper treats a SENDING row whose heartbeat is older than NOTIFICATION_SENDING_LEASE_SECONDS
+as abandoned and sends it again. A worker that is alive renews the heartbeat every third of the
+lease however long its send takes, so a slow send is never handed to a second worker; a worker
+that crashed stops renewing, and its notification is resent after about one lease instead of
+after the longest possible send.
+"""
+import logging
+import threading
+from types import TracebackType
+from uuid import UUID
+
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+from notifications.models import NotificationDelivery
+
+logger = logging.getLogger(__name__)
+
+
+class ClaimHeartbeat:
+    """`with ClaimHeartbeat(delivery_id, claimed_at): send()` renews the claim taken at
+    `claimed_at` (its fencing token) from a background thread until the block ends."""
+
+    def __init__(self, delivery_id: UUID, claimed_at: object) -> None:
+        self._delivery_id = delivery_id
+        self._claimed_at = claimed_at
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"heartbeat-{delivery_id}",
+                                        daemon=True)
+
+    def __enter__(self) -> "ClaimHeartbeat":
+        self._thread.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        interval = settings.NOTIFICATION_SENDING_LEASE_SECONDS / 3
+        try:
+            while not self._stop.wait(interval):
+                renewed = NotificationDelivery.objects.filter(
+                    id=self._delivery_id, status=NotificationDelivery.Status.SENDING,
+                    claimed_at=self._claimed_at,
+                ).update(heartbeat_at=timezone.now())
+                if not renewed:  # cancelled, or (after a stall) taken over: nothing to keep
+                    return
+        except Exception:  # noqa: BLE001 - the send goes on; at worst it is sent twice
+            logger.warning("Could not renew the claim of notification delivery %s",
+                           self._delivery_id, exc_info=True)
+        finally:
+            connection.close()  # this thread's own connection

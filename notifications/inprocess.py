@@ -1,0 +1,55 @@
+"""Sending without a broker (`make run` without CELERY_BROKER_URL).
+
+Celery then runs tasks eagerly, in the thread that enqueues them: a request (subscribe with
+trigger) or the in-process scheduler thread, which also processes catalog changes and runs the
+sweeper. Sending there would let one silent HTTP endpoint hold the request or the whole
+scheduler for its timeouts. Deliveries are therefore handed to two small thread pools of the
+process, one per transport, like the per-transport queues of `make worker`.
+"""
+import logging
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+from django.conf import settings
+from django.db import connection
+
+logger = logging.getLogger(__name__)
+
+# Threads sending MQTT (one broker; a publish is short).
+MQTT_THREADS = 2
+
+_lock = threading.Lock()
+_pools: dict[str, ThreadPoolExecutor] = {}
+_queued: set[uuid.UUID] = set()
+
+
+def in_process_submit(delivery_id: uuid.UUID, *, http: bool) -> None:
+    """Send the delivery soon on the pool of its transport. A delivery already waiting or
+    being sent in this process is not queued twice (the sweeper offers due rows again)."""
+    with _lock:
+        if delivery_id in _queued:
+            return
+        _queued.add(delivery_id)
+        pool = _pool("http" if http else "mqtt")
+    pool.submit(_send, delivery_id)
+
+
+def _pool(transport: str) -> ThreadPoolExecutor:
+    if transport not in _pools:
+        threads = settings.NOTIFY_HTTP_CONCURRENCY if transport == "http" else MQTT_THREADS
+        _pools[transport] = ThreadPoolExecutor(threads, thread_name_prefix=f"notify-{transport}")
+    return _pools[transport]
+
+
+def _send(delivery_id: uuid.UUID) -> None:
+    from notifications.services import delivery_send
+
+    try:
+        delivery_send(delivery_id)
+    except Exception:  # noqa: BLE001 - the row stays due; the sweeper offers it again
+        logger.exception("Sending notification delivery %s failed", delivery_id)
+    finally:
+        with _lock:
+            _queued.discard(delivery_id)
+        connection.close()  # this pool thread's own connection

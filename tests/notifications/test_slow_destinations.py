@@ -1,0 +1,97 @@
+"""A destination that accepts connections and never answers delays only its own notifications
+(issue 10, item 6): HTTP and MQTT deliveries have separate queues and workers, each HTTP
+destination has a concurrency limit and a circuit breaker."""
+import time
+
+import pytest
+from django.conf import settings
+from django.utils import timezone
+
+from notifications.models import NotificationDelivery, NotificationDestination
+from tests.endpoints import MqttReceiver, SilentTcpServer, wait_for
+from tests.subscriptions.helpers import mqtt_notify, subscribe, subscription_body
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+Status = NotificationDelivery.Status
+SLOW_SUBSCRIBERS = 20
+FAST_SUBSCRIBERS = 10
+
+
+@pytest.fixture
+def silent_endpoint():
+    server = SilentTcpServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def fast_receivers(mqtt_broker):
+    receivers = [MqttReceiver(*mqtt_broker) for _ in range(FAST_SUBSCRIBERS)]
+    yield receivers
+    for receiver in receivers:
+        receiver.close()
+
+
+def subscribe_all(api, notifies: list[dict], consumer_prefix: str) -> None:
+    for number, notify in enumerate(notifies):
+        response = subscribe(api, subscription_body(notify=notify),
+                             consumer=f"{consumer_prefix}{number}", query="?trigger=true")
+        assert response.status_code == 201, response.content
+
+
+def assert_all_arrive_before(receivers: list[MqttReceiver], deadline: float) -> None:
+    """Each receiver got its notification, received (paho's monotonic reception time)
+    before `deadline`, a time.monotonic() value."""
+    for receiver in receivers:
+        message = receiver.get(timeout=max(0.5, deadline - time.monotonic()))
+        assert message.timestamp < deadline, f"{receiver.topic} arrived too late"
+
+
+class SlowHttpDestinationWithWorkerTests:
+    def test_it_delays_only_its_own_notifications(self, api, celery_worker, silent_endpoint,
+                                                  fast_receivers):
+        slow = {"protocol": "HTTP", "properties": silent_endpoint.properties()}
+        subscribe_all(api, [slow] * SLOW_SUBSCRIBERS, "SlowConsumer")
+        wait_for(lambda: silent_endpoint.accepted, what="a send to the silent endpoint")
+        started = time.monotonic()
+        subscribe_all(api, [mqtt_notify(r.topic) for r in fast_receivers], "FastConsumer")
+
+        # Every MQTT notification arrives before a single HTTP request to the silent
+        # endpoint could even have timed out.
+        assert_all_arrive_before(fast_receivers, started + settings.NOTIFY_HTTP_TIMEOUT_SECONDS)
+        slow_rows = NotificationDelivery.objects.filter(protocol="HTTP")
+        assert slow_rows.count() == SLOW_SUBSCRIBERS
+        assert not slow_rows.exclude(status__in=(Status.PENDING, Status.SENDING)).exists()
+
+        # The silent destination never had more than its limit of requests in flight, and
+        # after enough timeouts its breaker opens: its deliveries wait without being sent.
+        assert silent_endpoint.most_open <= settings.NOTIFY_DESTINATION_MAX_IN_FLIGHT
+        key = f"127.0.0.1:{silent_endpoint.port}"
+        wait_for(lambda: NotificationDestination.objects.filter(
+            key=key, open_until__gt=timezone.now()).exists(),
+            timeout=3 * settings.NOTIFY_HTTP_TIMEOUT_SECONDS, what="the circuit to open")
+        wait_for(lambda: slow_rows.filter(last_error__startswith="Circuit open").exists(),
+                 timeout=10, what="a delivery deferred by the open circuit")
+        accepted = silent_endpoint.accepted
+        assert not slow_rows.filter(status=Status.DELIVERED).exists()
+        assert accepted < SLOW_SUBSCRIBERS
+
+
+class SlowHttpDestinationWithoutBrokerTests:
+    def test_it_delays_only_its_own_notifications(self, api, settings, silent_endpoint,
+                                                  fast_receivers):
+        """Without a broker, pushes used to be sent in the thread that queued them (here the
+        subscribe request): the first silent endpoint held it, and everything after it."""
+        settings.CELERY_TASK_ALWAYS_EAGER = True
+        started = time.monotonic()
+        slow = {"protocol": "HTTP", "properties": silent_endpoint.properties()}
+        subscribe_all(api, [slow] * SLOW_SUBSCRIBERS, "SlowConsumer")
+        subscribe_all(api, [mqtt_notify(r.topic) for r in fast_receivers], "FastConsumer")
+
+        assert_all_arrive_before(fast_receivers, started + settings.NOTIFY_HTTP_TIMEOUT_SECONDS)
+        slow_rows = NotificationDelivery.objects.filter(protocol="HTTP")
+        assert slow_rows.count() == SLOW_SUBSCRIBERS
+        assert not slow_rows.exclude(status__in=(Status.PENDING, Status.SENDING)).exists()
+        assert silent_endpoint.accepted >= 1
+        assert silent_endpoint.most_open <= settings.NOTIFY_DESTINATION_MAX_IN_FLIGHT
