@@ -5,10 +5,11 @@ Bounded fields: every list, object and string of a request body has a size limit
 the settings `MAX_LIST_LENGTH`, `MAX_STRING_LENGTH`, `MAX_JSON_DEPTH` (or a more specific one),
 checked before the elements are looked at, so that the work one request causes is bounded
 (docs/limits.md). Limits are read when checked, so that a changed setting applies at once; the
-MaxLengthValidator each field carries only puts the limit into the OpenAPI schema
-(maxLength / maxItems / maxProperties).
+SchemaLimit each field carries only puts the limit into the OpenAPI schema
+(maxLength / maxItems / maxProperties, by the schema's type), also where `documented()` gives
+the field a schema of its own.
 """
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -29,13 +30,23 @@ def limit(setting: str) -> Callable[[], int]:
     return lambda: getattr(settings, setting)
 
 
+class SchemaLimit(MaxLengthValidator):
+    """A size limit for the OpenAPI schema only: drf-spectacular writes it as maxLength,
+    maxItems or maxProperties after the type of the field's schema (also of a `documented()`
+    one), at generation time. The field checks the limit itself, before its elements are looked
+    at and with its own message; a free-form JSON value may be a number, which has no length."""
+
+    def __call__(self, value: Any) -> None:
+        pass
+
+
 class _Bounded:
-    """Mixin: a size limit named by a setting, shown in the schema through a validator."""
+    """Mixin: a size limit named by a setting, shown in the schema through a SchemaLimit."""
 
     def __init__(self, *, limit_setting: str, **kwargs: Any) -> None:
         self.limit_setting = limit_setting
         super().__init__(**kwargs)
-        self.validators.append(MaxLengthValidator(limit(limit_setting)))
+        self.validators.append(SchemaLimit(limit(limit_setting)))
 
     @property
     def limit(self) -> int:
@@ -83,7 +94,7 @@ class RequirementListField(BoundedListField):
     }
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(child=BoundedJSONField(allow_null=True), **kwargs)
+        super().__init__(child=RequirementField(), **kwargs)
 
     def to_internal_value(self, data: Any) -> list:
         if isinstance(data, list) and len(data) <= self.limit:
@@ -146,8 +157,12 @@ def json_bounds_error(value: Any) -> str | None:
     return None
 
 
-class BoundedJSONField(serializers.JSONField):
-    """Free-form JSON (metadata, properties, requirements) within the request limits."""
+class BoundedJSONField(_Bounded, serializers.JSONField):
+    """Free-form JSON (metadata, properties, requirements) within the request limits. Where
+    its schema says it is an object, the schema shows MAX_LIST_LENGTH as `maxProperties`."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(limit_setting="MAX_LIST_LENGTH", **kwargs)
 
     def to_internal_value(self, data: Any) -> Any:
         data = super().to_internal_value(data)
@@ -157,27 +172,111 @@ class BoundedJSONField(serializers.JSONField):
         return data
 
 
+def documented(field_class: type[serializers.Field], schema: dict[str, Any]) -> type:
+    """A subclass of `field_class` whose OpenAPI schema is `schema`. A subclass, because DRF
+    copies a serializer's fields by re-instantiating their class."""
+    return extend_schema_field(schema)(type(field_class.__name__, (field_class,), {}))
+
+
+def optional_positive_integer(*, maximum: int | None = None,
+                              **kwargs: Any) -> StrictIntegerField:
+    """An optional positive integer (null = absent). Zero and negative values are refused by the
+    service with the reference's message; the schema says so with `minimum`."""
+    schema: dict[str, Any] = {"type": "integer", "minimum": 1, "nullable": True}
+    if maximum is not None:
+        schema["maximum"] = maximum
+        kwargs["max_value"] = maximum
+    return documented(StrictIntegerField, schema)(required=False, allow_null=True, **kwargs)
+
+
+class NullPassedOn:
+    """For a field whose `null` the service refuses with the reference's message: DRF passes
+    it on instead of answering "This field may not be null.", and the field stays documented
+    as not nullable."""
+
+    def validate_empty_values(self, data: Any) -> tuple[bool, Any]:
+        if data is None:
+            return True, None
+        return super().validate_empty_values(data)
+
+
+@extend_schema_field({
+    "type": "object", "additionalProperties": {},
+    "description": "Key (path) → required value, or `{\"op\": <operator>, \"value\": ...}`; "
+    "all conditions must hold."})
+class RequirementField(NullPassedOn, BoundedJSONField):
+    """One metadata/property requirement object; checked by store.metadata_requirements.
+    Within the request limits like any free-form JSON; its `maxProperties` is in the schema."""
+
+
+@extend_schema_field({"type": "string", "pattern": "[^\\x00-\\x20]",
+                      "description": "Not blank (a null or blank element is a 400)."})
+class ListElementField(NullPassedOn, StrictCharField):
+    """A string element of a request list, at most MAX_STRING_LENGTH characters; the service
+    refuses null and blank elements (`... list contains null or empty element`)."""
+
+
 def optional_string_list(*, limit_setting: str = "MAX_LIST_LENGTH",
                          **kwargs: Any) -> BoundedListField:
-    """An optional, bounded list of strings whose elements may be null or blank (checked
-    later)."""
-    return BoundedListField(child=StrictCharField(allow_null=True), required=False,
-                            allow_null=True, limit_setting=limit_setting, **kwargs)
+    """An optional list of at most `limit_setting` strings; null or blank elements are refused
+    by the service."""
+    return BoundedListField(child=ListElementField(), required=False, allow_null=True,
+                            limit_setting=limit_setting, **kwargs)
 
 
-class PaginationShape(serializers.Serializer):
-    """The paging object as documented; values are checked by config.conventions.pagination."""
-
-    page = serializers.IntegerField(required=False, min_value=0)
-    size = serializers.IntegerField(required=False, min_value=1)
-    direction = serializers.ChoiceField(choices=["ASC", "DESC"], required=False)
-    sortField = serializers.CharField(required=False)
-
-    class Meta:
-        ref_name = "Pagination"
+def bulk_list(child: serializers.Field, **kwargs: Any) -> serializers.ListField:
+    """An optional list of bulk entries (rule create, instance create and update). The service
+    checks its length against MAX_BULK_SIZE with the reference's message, after the entries'
+    types; the schema shows that limit as `maxItems`."""
+    return serializers.ListField(child=child, required=False, allow_null=True,
+                                 validators=[SchemaLimit(limit("MAX_BULK_SIZE"))], **kwargs)
 
 
-@extend_schema_field(PaginationShape)
+def _blank_or(pattern: str) -> str:
+    """A pattern for a text that is trimmed and whose blank means "absent"."""
+    return rf"^\s*(?:{pattern})?\s*$"
+
+
+def pagination_schema(*, sort_fields: Sequence[str], default_sort_field: str,
+                      default_direction: str) -> dict[str, Any]:
+    """The paging object as `config.conventions.pagination.parse_pagination` accepts it for an
+    endpoint: null members are absent; `direction` and `sortField` are trimmed and a blank one is
+    absent (the reference's PageService); `direction` in any case; sort fields case-sensitive.
+    Texts are bounded like every string of a request (MAX_STRING_LENGTH); the number of members
+    comes from PaginationField's own limit."""
+    max_chars = settings.MAX_STRING_LENGTH
+    return {
+        "type": "object",
+        "nullable": True,
+        "description": "Absent or null: the first page of MAX_PAGE_SIZE entries in the default "
+        "order. `page` and `size` come together (one without the other is a 400); "
+        "(page + 1) × size must stay below 2^62.",
+        "properties": {
+            "page": {"type": "integer", "minimum": 0, "nullable": True,
+                     "description": "From 0."},
+            "size": {"type": "integer", "minimum": 1, "maximum": settings.MAX_PAGE_SIZE,
+                     "nullable": True, "description": "1..MAX_PAGE_SIZE."},
+            "direction": {"type": "string", "nullable": True, "maxLength": max_chars,
+                          "pattern": _blank_or("[Aa][Ss][Cc]|[Dd][Ee][Ss][Cc]"),
+                          "description": f"ASC or DESC in any case; blank: {default_direction}."},
+            "sortField": {"type": "string", "nullable": True, "maxLength": max_chars,
+                          "pattern": _blank_or("|".join(sort_fields)),
+                          "description": f"One of {', '.join(sort_fields)} (case-sensitive, "
+                          f"surrounding blanks ignored); blank: {default_sort_field}. Any "
+                          "other value is a 400 listing these."},
+        },
+    }
+
+
 class PaginationField(BoundedJSONField):
-    """Passes the raw paging object on to `parse_pagination`, which answers with the
-    reference's messages."""
+    """Passes the raw paging object, within the request limits, on to `parse_pagination`, which
+    answers with the reference's messages."""
+
+
+def pagination_field(*, sort_fields: Sequence[str], default_sort_field: str,
+                     default_direction: str = "ASC") -> PaginationField:
+    """The optional paging object of one query endpoint, documented with that endpoint's sort
+    fields."""
+    schema = pagination_schema(sort_fields=sort_fields, default_sort_field=default_sort_field,
+                               default_direction=default_direction)
+    return documented(PaginationField, schema)(required=False, allow_null=True)

@@ -3,9 +3,14 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 
 _MEANINGS = {
-    400: "Invalid request (INVALID_PARAMETER)",
+    400: "Invalid request, including NUL characters, lone surrogates or non-finite numbers "
+         "anywhere in it (INVALID_PARAMETER)",
     401: "No or invalid identity (AUTH)",
     403: "No permission (FORBIDDEN)",
+    406: "The Accept header allows no JSON answer (INVALID_PARAMETER)",
+    413: "The body is larger than MAX_REQUEST_BODY_BYTES; refused before it is read "
+         "(INVALID_PARAMETER)",
+    415: "The body is not JSON (INVALID_PARAMETER)",
     423: "Locked (LOCKED)",
     500: "Unexpected error (INTERNAL_SERVER_ERROR)",
     503: "A system this one depends on failed (EXTERNAL_SERVER_ERROR)",
@@ -25,8 +30,77 @@ class ErrorResponseSerializer(serializers.Serializer):
         ref_name = "ErrorResponse"
 
 
-def error_responses(*statuses: int) -> dict[int, OpenApiResponse]:
-    """The error answers of an operation: always 400, 401 and 500, plus the given ones."""
-    codes = sorted({400, 401, 500, *statuses})
+def error_responses(*statuses: int, body: bool = False) -> dict[int, OpenApiResponse]:
+    """The error answers of an operation: always 400, 401, 406 and 500, plus the given ones;
+    for an operation that reads a `body` also 413 (config.request_guard) and 415. The 400
+    includes the input gate's refusals (NUL characters, lone surrogates, non-finite numbers:
+    config.input_safety)."""
+    codes = sorted({400, 401, 406, 500, *statuses, *((413, 415) if body else ())})
     return {code: OpenApiResponse(ErrorResponseSerializer, description=_MEANINGS[code])
             for code in codes}
+
+
+# `extensions` keys of an operation, read (and removed) by `postprocess_bodies`.
+NULL_BODY_IS_ABSENT = "x-null-body-is-absent"
+BODY_REQUIRED = "x-body-required"
+
+
+def null_body_is_absent() -> dict[str, bool]:
+    """`extend_schema(extensions=...)` of an operation whose body is optional and whose JSON
+    `null` body is the same as no body (SPEC §5 pull: "absent = empty request"; the reference's
+    optional `@RequestBody` reads `null` as absent too)."""
+    return {NULL_BODY_IS_ABSENT: True}
+
+
+def body_required() -> dict[str, bool]:
+    """`extend_schema(extensions=...)` of an operation for which no body (or `null`) is a 400
+    (an empty create, a subscription without notify interface)."""
+    return {BODY_REQUIRED: True}
+
+
+REQUIRED_NOT_NULL = "x-required-not-null"
+
+
+def required_not_null(*fields: str) -> dict[str, list[str]]:
+    """`extend_schema_serializer(extensions=...)` of a request serializer whose `fields` the
+    service refuses when absent or null (and, for a list, when empty or holding null), with the
+    reference's messages. The DRF fields stay optional so that those messages are given."""
+    return {REQUIRED_NOT_NULL: list(fields)}
+
+
+def _require(schema: dict) -> None:
+    fields = schema.pop(REQUIRED_NOT_NULL, None)
+    if not fields:
+        return
+    schema["required"] = sorted({*schema.get("required", ()), *fields})
+    for name in fields:
+        prop = schema["properties"][name]
+        prop.pop("nullable", None)
+        if prop.get("type") == "array":
+            prop["minItems"] = max(prop.get("minItems", 0), 1)
+            prop["items"].pop("nullable", None)
+
+
+def _nullable(media: dict) -> None:
+    schema = media.get("schema")
+    if schema is not None:
+        media["schema"] = {"allOf": [schema], "nullable": True,
+                           "description": "`null` or no body at all: the empty request."}
+
+
+def postprocess_bodies(result: dict, generator, request, public) -> dict:
+    """drf-spectacular hook for what serializers cannot say about a whole body: a body marked
+    with `null_body_is_absent()` also accepts `null` (OpenAPI 3.0 has no nullable reference,
+    hence the `allOf` wrapper); one marked with `body_required()` is required. Request
+    components marked with `required_not_null()` get their required fields."""
+    for schema in result.get("components", {}).get("schemas", {}).values():
+        _require(schema)
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            body = operation.get("requestBody", {})
+            if operation.pop(NULL_BODY_IS_ABSENT, False):
+                for media in body.get("content", {}).values():
+                    _nullable(media)
+            if operation.pop(BODY_REQUIRED, False):
+                body["required"] = True
+    return result

@@ -267,6 +267,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.schema.postprocess_bodies",
+        "config.name_fields.postprocess_request_names",
+    ],
 }
 
 # --- Logging: every line carries the request id ---------------------------------------------

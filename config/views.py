@@ -1,12 +1,13 @@
 """Service-wide endpoints: health echo and the JSON answer for unknown paths."""
 from django.http import HttpRequest, HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from config.exceptions import DataNotFound
+from config.schema import ErrorResponseSerializer
 
 
 class EchoApi(APIView):
@@ -15,8 +16,9 @@ class EchoApi(APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
 
-    @extend_schema(operation_id="echo", responses={(200, "text/plain"): OpenApiTypes.STR},
-                   auth=[])
+    @extend_schema(operation_id="echo", auth=[], responses={
+        (200, "text/plain"): OpenApiTypes.STR,
+        406: OpenApiResponse(ErrorResponseSerializer, description="Content negotiation failed")})
     def get(self, request: Request) -> HttpResponse:
         return HttpResponse("Got it!", content_type="text/plain; charset=utf-8")
 

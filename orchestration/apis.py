@@ -4,7 +4,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.schema import error_responses
+from config.schema import error_responses, null_body_is_absent
 from orchestration.pull import orchestration_pull
 from orchestration.requests import parse_orchestration_request
 from orchestration.serializers import (
@@ -34,7 +34,9 @@ class OrchestrationPullApi(APIView):
 
     @extend_schema(operation_id="pull", tags=["Orchestration"],
                    request=OrchestrationRequestSerializer, examples=[PULL_EXAMPLE],
-                   responses={200: OrchestrationResponseSerializer, **error_responses(503)})
+                   responses={200: OrchestrationResponseSerializer,
+                              **error_responses(503, body=True)},
+                   extensions=null_body_is_absent())
     def post(self, request: Request) -> Response:
         result = orchestration_pull(requester=request.user.name,
                                     request=request_from_body(request.data))

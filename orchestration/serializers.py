@@ -9,8 +9,14 @@ from config.fields import (
     BoundedDictField,
     RequirementListField,
     StrictCharField,
-    StrictIntegerField,
+    optional_positive_integer,
     optional_string_list,
+)
+from config.name_fields import (
+    InstanceIdField,
+    ServiceDefinitionField,
+    SystemNameField,
+    VersionField,
 )
 
 
@@ -46,8 +52,7 @@ class OrchestrationRequestSerializer(serializers.Serializer):
     qosRequirements = BoundedDictField(
         required=False, allow_null=True,
         help_text='{"maxLatencyMs": "<int>"}; needs QOS_ENABLED.')
-    exclusivityDuration = StrictIntegerField(required=False, allow_null=True,
-                                             max_value=MAX_SECONDS, help_text="Seconds, > 0.")
+    exclusivityDuration = optional_positive_integer(maximum=MAX_SECONDS, help_text="Seconds.")
 
 
 class TokenSerializer(serializers.Serializer):
@@ -66,11 +71,11 @@ class InterfaceResultSerializer(serializers.Serializer):
 
 
 class OrchestrationResultEntrySerializer(serializers.Serializer):
-    serviceInstanceId = serializers.CharField(source="service_instance_id")
+    serviceInstanceId = InstanceIdField(source="service_instance_id")
     cloudIdentitifer = serializers.SerializerMethodField()  # sic, SPEC §1
-    providerName = serializers.CharField(source="provider")
-    serviceDefinitition = serializers.CharField(source="service_definition")  # sic, SPEC §1
-    version = serializers.CharField()
+    providerName = SystemNameField(source="provider")
+    serviceDefinitition = ServiceDefinitionField(source="service_definition")  # sic, SPEC §1
+    version = VersionField()
     aliveUntil = serializers.DateTimeField(source="alive_until", required=False)
     exclusiveUntil = serializers.DateTimeField(source="exclusive_until", required=False)
     metadata = serializers.JSONField(required=False)

@@ -8,6 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.name_fields import ServiceDefinitionField, SystemNameField
 from config.schema import error_responses
 from orchestration.tokens import TokenVerification, token_verify
 
@@ -19,9 +20,9 @@ class TokenVerificationSerializer(serializers.Serializer):
     nothing about tokens of other providers; the details otherwise."""
 
     verified = serializers.BooleanField()
-    consumer = serializers.CharField(source="token.consumer", required=False)
-    provider = serializers.CharField(source="token.provider", required=False)
-    target = serializers.CharField(source="token.target", required=False,
+    consumer = SystemNameField(source="token.consumer", required=False)
+    provider = SystemNameField(source="token.provider", required=False)
+    target = ServiceDefinitionField(source="token.target", required=False,
                                    help_text="Service definition.")
     scope = serializers.CharField(source="token.scope", required=False,
                                   help_text="Operation, or the service definition.")

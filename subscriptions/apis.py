@@ -1,19 +1,28 @@
 """Subscribe and unsubscribe (SPEC §5)."""
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+)
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.conventions.uuids import parse_uuid
 from config.exceptions import InvalidParameter
-from config.schema import error_responses
+from config.schema import body_required, error_responses
 from subscriptions.requests import parse_subscribe_request
 from subscriptions.serializers import SubscribeSerializer
 from subscriptions.services import subscription_delete, subscription_upsert
 
 TAG = ["Orchestration"]
+SUBSCRIBE_EXAMPLE = OpenApiExample("Push over MQTT", request_only=True, value={
+    "orchestrationRequest": {"serviceRequirement": {"serviceDefinition": "temperatureInfo"}},
+    "notifyInterface": {"protocol": "MQTT", "properties": {"topic": "plant/notify"}},
+    "duration": 3600})
 
 
 def _trigger(request: Request) -> bool:
@@ -28,13 +37,15 @@ def _trigger(request: Request) -> bool:
 class SubscribeApi(APIView):
     @extend_schema(
         operation_id="subscribe", tags=TAG, request=SubscribeSerializer,
+        examples=[SUBSCRIBE_EXAMPLE],
         parameters=[OpenApiParameter("trigger", bool, required=False,
                                      description="Also orchestrate and push now.")],
         responses={
             (201, "text/plain"): OpenApiResponse(OpenApiTypes.UUID, description="Created"),
             (200, "text/plain"): OpenApiResponse(OpenApiTypes.UUID,
                                                  description="Overwritten (same id)"),
-            **error_responses(403)})
+            **error_responses(403, body=True)},
+        extensions=body_required())
     def post(self, request: Request) -> HttpResponse:
         trigger = _trigger(request)
         serializer = SubscribeSerializer(data={} if request.data is None else request.data)
@@ -49,6 +60,8 @@ class SubscribeApi(APIView):
 
 class UnsubscribeApi(APIView):
     @extend_schema(operation_id="unsubscribe", tags=TAG, request=None,
+                   parameters=[OpenApiParameter("subscription_id", OpenApiTypes.UUID,
+                                                OpenApiParameter.PATH)],
                    responses={200: OpenApiResponse(description="Removed"),
                               204: OpenApiResponse(description="No such subscription"),
                               **error_responses(403)})

@@ -1,6 +1,6 @@
 """Service instance catalog management API (SPEC §4), one view per operation."""
 from django.conf import settings
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 from config.conventions.instance_ids import instance_id
 from config.conventions.pagination import parse_pagination
 from config.exceptions import InvalidParameter
-from config.schema import error_responses
+from config.schema import body_required, error_responses, null_body_is_absent
 from store.apis.common import query_list, validated
 from store.selectors.instances import (
     DEFAULT_SORT_FIELD,
@@ -31,6 +31,20 @@ from store.services.instances import (
 )
 
 TAG = ["Service instance catalog"]
+INSTANCE_CREATE_EXAMPLE = OpenApiExample("An HTTP service", request_only=True, value={
+    "instances": [{
+        "systemName": "TemperatureProvider", "serviceDefinitionName": "temperatureInfo",
+        "version": "1.0", "expiresAt": None, "metadata": {"unit": "celsius"},
+        "interfaces": [{"templateName": "generic_http", "protocol": "http", "policy": "NONE",
+                        "properties": {"accessAddresses": ["192.0.2.10"], "accessPort": 8080,
+                                       "basePath": "/temperature",
+                                       "operations": {"query": {"path": "/query",
+                                                                "method": "GET"}}}}]}]},
+    description="Version `1.0` is stored as `1.0.0`.")
+INSTANCE_QUERY_EXAMPLE = OpenApiExample("Celsius instances of a service", request_only=True,
+                                        value={"serviceDefinitionNames": ["temperatureInfo"],
+                                               "metadataRequirementsList": [{"unit": "celsius"}],
+                                               "pagination": {"page": 0, "size": 10}})
 
 
 def _list_response(instances, count: int, status: int = 200) -> Response:
@@ -42,8 +56,10 @@ class InstanceCreateApi(APIView):
     management_permission = "store.add_serviceinstance"
 
     @extend_schema(operation_id="serviceInstanceCreate", tags=TAG,
-                   request=InstanceCreateSerializer,
-                   responses={201: ServiceInstanceListSerializer, **error_responses(403)},
+                   request=InstanceCreateSerializer, examples=[INSTANCE_CREATE_EXAMPLE],
+                   responses={201: ServiceInstanceListSerializer,
+                              **error_responses(403, body=True)},
+                   extensions=body_required(),
                    description="Bulk create; an instance whose id exists replaces it.")
     def post(self, request: Request) -> Response:
         drafts = instance_drafts_from(validated(InstanceCreateSerializer, request.data))
@@ -56,7 +72,9 @@ class InstanceUpdateApi(APIView):
 
     @extend_schema(operation_id="serviceInstanceUpdate", tags=TAG,
                    request=InstanceUpdateSerializer,
-                   responses={200: ServiceInstanceListSerializer, **error_responses(403)},
+                   responses={200: ServiceInstanceListSerializer,
+                              **error_responses(403, body=True)},
+                   extensions=body_required(),
                    description="Replaces expiry (absent clears it), metadata and interfaces.")
     def put(self, request: Request) -> Response:
         drafts = instance_update_drafts_from(validated(InstanceUpdateSerializer, request.data))
@@ -68,8 +86,10 @@ class InstanceQueryApi(APIView):
     management_permission = "store.view_serviceinstance"
 
     @extend_schema(operation_id="serviceInstanceQuery", tags=TAG,
-                   request=InstanceQuerySerializer,
-                   responses={200: ServiceInstanceListSerializer, **error_responses(403)})
+                   request=InstanceQuerySerializer, examples=[INSTANCE_QUERY_EXAMPLE],
+                   responses={200: ServiceInstanceListSerializer,
+                              **error_responses(403, body=True)},
+                   extensions=null_body_is_absent())
     def post(self, request: Request) -> Response:
         data = validated(InstanceQuerySerializer, request.data)
         page = parse_pagination(data.get("pagination"), sort_fields=list(SORT_COLUMNS),

@@ -1,6 +1,7 @@
 """Rule store management API (SPEC §3), one view per operation."""
 from django.conf import settings
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -9,7 +10,7 @@ from config.conventions.pagination import parse_pagination
 from config.conventions.uuids import require_uuid
 from config.exceptions import InvalidParameter
 from config.fields import BoundedDictField, StrictIntegerField
-from config.schema import error_responses
+from config.schema import body_required, error_responses, null_body_is_absent
 from store.apis.common import query_list, validated
 from store.selectors.rules import (
     DEFAULT_SORT_FIELD,
@@ -18,12 +19,12 @@ from store.selectors.rules import (
     rule_list,
 )
 from store.serializers.rules import (
-    PRIORITY_MAP_SCHEMA,
     RuleCreateSerializer,
     RuleListSerializer,
     RuleQuerySerializer,
     rule_drafts_from,
 )
+from store.models import MAX_PRIORITY
 from store.services.rules import (
     rule_create_many,
     rule_delete_many,
@@ -31,9 +32,35 @@ from store.services.rules import (
 )
 
 TAG = ["Rule store management"]
+PRIORITY_MAP_SCHEMA = {
+    "type": "object",
+    "description": "Rule id (UUID, any case, surrounding blanks ignored) → new priority. An id "
+    "with no rule is a 400 (`Not existing UUID: <id>`); the new priorities apply together, so "
+    "two rules can swap theirs. At most MAX_BULK_SIZE entries.",
+    "additionalProperties": {"type": "integer", "minimum": 1, "maximum": MAX_PRIORITY},
+    "maxProperties": settings.MAX_BULK_SIZE,
+}
+RULE_CREATE_EXAMPLE = OpenApiExample("Two providers for one consumer", request_only=True, value={
+    "entries": [
+        {"consumer": "temperature-consumer",
+         "serviceInstanceId": "TemperatureProvider|temperatureInfo|1.0.0", "priority": 1},
+        {"consumer": "TemperatureConsumer",
+         "serviceInstanceId": "BackupProvider|temperatureInfo|1.0.0", "priority": 2},
+    ]}, description="`temperature-consumer` is normalized to `TemperatureConsumer`.")
+RULE_QUERY_EXAMPLE = OpenApiExample("A consumer's rules, best first", request_only=True, value={
+    "consumerNames": ["TemperatureConsumer"], "minPriority": 1,
+    "pagination": {"page": 0, "size": 10, "direction": "ASC", "sortField": "priority"}})
+# Two rules of one consumer and service definition, at priorities 1 and 2, swap them.
+SWAPPED_RULES = ("0b9c4a4e-4a4e-4b9c-9c4a-4e4a4e4b9c4a", "5d1e7f3a-2c6b-4e8d-9a0f-1b2c3d4e5f60")
+MODIFY_PRIORITIES_EXAMPLE = OpenApiExample(
+    "Swap two priorities", request_only=True,
+    value={SWAPPED_RULES[0]: 2, SWAPPED_RULES[1]: 1},
+    description="Rules " + " and ".join(SWAPPED_RULES) + " of one consumer and service "
+    "definition, now at priorities 1 and 2.")
 REMOVE_PARAMETERS = [OpenApiParameter(
-    "uuids", str, many=True, required=True,
-    description="Rule ids; repeat the parameter or separate them with commas.")]
+    "uuids", OpenApiTypes.UUID, many=True, required=True,
+    description="Rule ids; repeat the parameter or separate them with commas (blanks around "
+    "an id are ignored). Ids with no rule are ignored.")]
 
 
 def _rule_list_response(rules, count: int, status: int = 200) -> Response:
@@ -47,7 +74,9 @@ class RuleQueryApi(APIView):
     management_permission = {"POST": "store.view_rule", "DELETE": "store.delete_rule"}
 
     @extend_schema(operation_id="simpleStoreQuery", tags=TAG, request=RuleQuerySerializer,
-                   responses={200: RuleListSerializer, **error_responses(403)})
+                   examples=[RULE_QUERY_EXAMPLE],
+                   responses={200: RuleListSerializer, **error_responses(403, body=True)},
+                   extensions=null_body_is_absent())
     def post(self, request: Request) -> Response:
         data = validated(RuleQuerySerializer, request.data)
         page = parse_pagination(data.get("pagination"), sort_fields=list(SORT_COLUMNS),
@@ -71,7 +100,9 @@ class RuleCreateApi(APIView):
     management_permission = "store.add_rule"
 
     @extend_schema(operation_id="simpleStoreCreate", tags=TAG, request=RuleCreateSerializer,
-                   responses={201: RuleListSerializer, **error_responses(403)})
+                   examples=[RULE_CREATE_EXAMPLE],
+                   responses={201: RuleListSerializer, **error_responses(403, body=True)},
+                   extensions=body_required())
     def post(self, request: Request) -> Response:
         drafts = rule_drafts_from(validated(RuleCreateSerializer, request.data))
         rules = rule_create_many(drafts=drafts, requester=request.user.name,
@@ -94,7 +125,8 @@ class RuleModifyPrioritiesApi(APIView):
 
     @extend_schema(operation_id="simpleStoreModifyPriorities", tags=TAG,
                    request={"application/json": PRIORITY_MAP_SCHEMA},
-                   responses={200: RuleListSerializer, **error_responses(403)})
+                   examples=[MODIFY_PRIORITIES_EXAMPLE],
+                   responses={200: RuleListSerializer, **error_responses(403, body=True)})
     def put(self, request: Request) -> Response:
         priorities = PriorityMapField().run_validation(request.data)
         rules = rule_priorities_modify(priorities=priorities, requester=request.user.name)
@@ -102,7 +134,8 @@ class RuleModifyPrioritiesApi(APIView):
 
     @extend_schema(operation_id="simpleStoreModifyPrioritiesPost", tags=TAG,
                    request={"application/json": PRIORITY_MAP_SCHEMA},
-                   responses={200: RuleListSerializer, **error_responses(403)},
+                   examples=[MODIFY_PRIORITIES_EXAMPLE],
+                   responses={200: RuleListSerializer, **error_responses(403, body=True)},
                    description="Same as PUT; the interface document shows POST.")
     def post(self, request: Request) -> Response:
         return self.put(request)

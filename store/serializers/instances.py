@@ -1,31 +1,42 @@
 """Wire shapes of the service instance catalog (SPEC §4, shaped like the Arrowhead
 ServiceRegistry's instances)."""
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from config.fields import (
     BoundedJSONField,
     BoundedListField,
-    PaginationField,
     RequirementListField,
     StrictCharField,
+    bulk_list,
     optional_string_list,
+    pagination_field,
 )
-from store.interfaces import InterfaceDraft
+from config.name_fields import (
+    InstanceIdField,
+    InterfaceTemplateField,
+    ServiceDefinitionField,
+    SystemNameField,
+    VersionField,
+)
+from config.schema import required_not_null
+from store.interfaces import POLICIES, InterfaceDraft
+from store.selectors.instances import DEFAULT_SORT_FIELD, SORT_COLUMNS
 from store.services.instances import InstanceDraft, InstanceUpdateDraft
 
 
 class InterfaceSerializer(serializers.Serializer):
-    templateName = serializers.CharField(source="template_name")
+    templateName = InterfaceTemplateField(source="template_name")
     protocol = serializers.CharField()
-    policy = serializers.CharField()
+    policy = serializers.ChoiceField(choices=sorted(POLICIES))
     properties = serializers.JSONField()
 
 
 class ServiceInstanceSerializer(serializers.Serializer):
-    instanceId = serializers.CharField(source="service_instance_id")
-    provider = serializers.CharField()
-    serviceDefinition = serializers.CharField(source="service_definition")
-    version = serializers.CharField()
+    instanceId = InstanceIdField(source="service_instance_id")
+    provider = SystemNameField()
+    serviceDefinition = ServiceDefinitionField(source="service_definition")
+    version = VersionField()
     expiresAt = serializers.DateTimeField(source="expires_at", allow_null=True)
     metadata = serializers.JSONField()
     interfaces = InterfaceSerializer(many=True, source="interfaces.all")
@@ -52,6 +63,7 @@ def _interface_list() -> BoundedListField:
                             allow_null=True)
 
 
+@extend_schema_serializer(extensions=required_not_null("systemName", "serviceDefinitionName"))
 class InstanceInputSerializer(serializers.Serializer):
     systemName = StrictCharField(required=False, allow_null=True)
     serviceDefinitionName = StrictCharField(required=False, allow_null=True)
@@ -61,11 +73,12 @@ class InstanceInputSerializer(serializers.Serializer):
     interfaces = _interface_list()
 
 
+@extend_schema_serializer(extensions=required_not_null("instances"))
 class InstanceCreateSerializer(serializers.Serializer):
-    instances = serializers.ListField(child=InstanceInputSerializer(allow_null=True),
-                                      required=False, allow_null=True)
+    instances = bulk_list(InstanceInputSerializer(allow_null=True))
 
 
+@extend_schema_serializer(extensions=required_not_null("instanceId"))
 class InstanceUpdateInputSerializer(serializers.Serializer):
     instanceId = StrictCharField(required=False, allow_null=True)
     expiresAt = StrictCharField(required=False, allow_null=True)
@@ -73,13 +86,14 @@ class InstanceUpdateInputSerializer(serializers.Serializer):
     interfaces = _interface_list()
 
 
+@extend_schema_serializer(extensions=required_not_null("instances"))
 class InstanceUpdateSerializer(serializers.Serializer):
-    instances = serializers.ListField(child=InstanceUpdateInputSerializer(allow_null=True),
-                                      required=False, allow_null=True)
+    instances = bulk_list(InstanceUpdateInputSerializer(allow_null=True))
 
 
 class InstanceQuerySerializer(serializers.Serializer):
-    pagination = PaginationField(required=False, allow_null=True)
+    pagination = pagination_field(sort_fields=list(SORT_COLUMNS),
+                                  default_sort_field=DEFAULT_SORT_FIELD)
     instanceIds = optional_string_list(limit_setting="MAX_BULK_SIZE")
     providerNames = optional_string_list()
     serviceDefinitionNames = optional_string_list()

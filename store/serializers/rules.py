@@ -1,12 +1,20 @@
 """Wire shapes of the rule store (SPEC §3): the names here are the interface's names."""
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from config.fields import (
-    PaginationField,
     StrictCharField,
     StrictIntegerField,
+    bulk_list,
+    documented,
+    optional_positive_integer,
     optional_string_list,
+    pagination_field,
 )
+from config.name_fields import InstanceIdField, ServiceDefinitionField, SystemNameField
+from config.schema import required_not_null
+from store.models import MAX_PRIORITY
+from store.selectors.rules import DEFAULT_SORT_FIELD, SORT_COLUMNS
 from store.services.rules import RuleDraft
 
 
@@ -14,12 +22,12 @@ class RuleSerializer(serializers.Serializer):
     """Store entry (response record)."""
 
     id = serializers.UUIDField()
-    consumer = serializers.CharField()
-    serviceDefinition = serializers.CharField(source="service_definition")
-    serviceInstanceId = serializers.CharField(source="service_instance_id")
-    priority = serializers.IntegerField()
-    createdBy = serializers.CharField(source="created_by")
-    updatedBy = serializers.CharField(source="updated_by")
+    consumer = SystemNameField()
+    serviceDefinition = ServiceDefinitionField(source="service_definition")
+    serviceInstanceId = InstanceIdField(source="service_instance_id")
+    priority = serializers.IntegerField(min_value=1)
+    createdBy = SystemNameField(source="created_by")
+    updatedBy = SystemNameField(source="updated_by")
     createdAt = serializers.DateTimeField(source="created_at")
     updatedAt = serializers.DateTimeField(source="updated_at")
 
@@ -30,28 +38,30 @@ class RuleListSerializer(serializers.Serializer):
 
 
 class RuleQuerySerializer(serializers.Serializer):
-    pagination = PaginationField(required=False, allow_null=True)
+    pagination = pagination_field(sort_fields=list(SORT_COLUMNS),
+                                  default_sort_field=DEFAULT_SORT_FIELD)
     ids = optional_string_list(limit_setting="MAX_BULK_SIZE")
     consumerNames = optional_string_list()
     serviceDefinitions = optional_string_list()
     serviceInstanceIds = optional_string_list(limit_setting="MAX_BULK_SIZE")
-    minPriority = StrictIntegerField(required=False, allow_null=True)
-    maxPriority = StrictIntegerField(required=False, allow_null=True)
+    minPriority = optional_positive_integer()
+    maxPriority = optional_positive_integer()
     createdBy = StrictCharField(required=False, allow_null=True)
 
 
+@extend_schema_serializer(extensions=required_not_null("consumer", "serviceInstanceId", "priority"))
 class RuleDraftSerializer(serializers.Serializer):
     consumer = StrictCharField(required=False, allow_null=True)
     serviceInstanceId = StrictCharField(required=False, allow_null=True)
-    priority = StrictIntegerField(required=False, allow_null=True)
+    priority = documented(StrictIntegerField, {"type": "integer", "minimum": 1,
+                                               "maximum": MAX_PRIORITY})(
+        required=False, allow_null=True)
 
 
 class RuleCreateSerializer(serializers.Serializer):
-    entries = serializers.ListField(child=RuleDraftSerializer(allow_null=True), required=False,
-                                    allow_null=True)
-    candidates = serializers.ListField(child=RuleDraftSerializer(allow_null=True),
-                                       required=False, allow_null=True,
-                                       help_text="Alias of `entries` (the Java reference's name).")
+    entries = bulk_list(RuleDraftSerializer(allow_null=True))
+    candidates = bulk_list(RuleDraftSerializer(allow_null=True),
+                           help_text="Alias of `entries` (the Java reference's name).")
 
     def validate(self, data: dict) -> dict:
         if data.get("entries") is not None and data.get("candidates") is not None:
@@ -69,10 +79,3 @@ def rule_drafts_from(validated: dict) -> list[RuleDraft | None]:
                                                 item.get("priority"))
             for item in items or []]
 
-
-PRIORITY_MAP_SCHEMA = {
-    "type": "object",
-    "description": "Rule id (UUID) → new priority (positive integer).",
-    "additionalProperties": {"type": "integer", "minimum": 1},
-    "example": {"0b9c4a4e-4a4e-4b9c-9c4a-4e4a4e4b9c4a": 2},
-}
