@@ -11,7 +11,8 @@ _MEANINGS = {
     413: "The body is larger than MAX_REQUEST_BODY_BYTES; refused before it is read "
          "(INVALID_PARAMETER)",
     415: "The body is not JSON (INVALID_PARAMETER)",
-    423: "Locked (LOCKED)",
+    423: "A concurrent writer held the data through every retry (DATABASE_CONFLICT_RETRIES); "
+         "nothing was written, send it again (LOCKED)",
     500: "Unexpected error (INTERNAL_SERVER_ERROR)",
     503: "A system this one depends on failed (EXTERNAL_SERVER_ERROR)",
 }

@@ -44,7 +44,7 @@ class SubscribeApi(APIView):
             (201, "text/plain"): OpenApiResponse(OpenApiTypes.UUID, description="Created"),
             (200, "text/plain"): OpenApiResponse(OpenApiTypes.UUID,
                                                  description="Overwritten (same id)"),
-            **error_responses(403, body=True)},
+            **error_responses(403, 423, body=True)},
         extensions=body_required())
     def post(self, request: Request) -> HttpResponse:
         trigger = _trigger(request)
@@ -64,7 +64,7 @@ class UnsubscribeApi(APIView):
                                                 OpenApiParameter.PATH)],
                    responses={200: OpenApiResponse(description="Removed"),
                               204: OpenApiResponse(description="No such subscription"),
-                              **error_responses(403)})
+                              **error_responses(403, 423)})
     def delete(self, request: Request, subscription_id: str) -> Response:
         parsed = parse_uuid(subscription_id)
         if parsed is None:

@@ -28,7 +28,7 @@ class ServiceEndpointTests:
         assert set(paths[f"{base}/remove"]) == {"delete"}
         assert set(paths[base]) == {"delete"}
         create = paths[f"{base}/create"]["post"]
-        assert set(create["responses"]) == {"201", "400", "401", "403", "406", "413", "415", "500"}
+        assert set(create["responses"]) == {"201", "400", "401", "403", "406", "413", "415", "423", "500"}
         assert create["responses"]["400"]["content"]["application/json"]["schema"] == {
             "$ref": "#/components/schemas/ErrorResponse"}
 

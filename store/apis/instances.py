@@ -58,7 +58,7 @@ class InstanceCreateApi(APIView):
     @extend_schema(operation_id="serviceInstanceCreate", tags=TAG,
                    request=InstanceCreateSerializer, examples=[INSTANCE_CREATE_EXAMPLE],
                    responses={201: ServiceInstanceListSerializer,
-                              **error_responses(403, body=True)},
+                              **error_responses(403, 423, body=True)},
                    extensions=body_required(),
                    description="Bulk create; an instance whose id exists replaces it.")
     def post(self, request: Request) -> Response:
@@ -73,7 +73,7 @@ class InstanceUpdateApi(APIView):
     @extend_schema(operation_id="serviceInstanceUpdate", tags=TAG,
                    request=InstanceUpdateSerializer,
                    responses={200: ServiceInstanceListSerializer,
-                              **error_responses(403, body=True)},
+                              **error_responses(403, 423, body=True)},
                    extensions=body_required(),
                    description="Replaces expiry (absent clears it), metadata and interfaces.")
     def put(self, request: Request) -> Response:
@@ -110,7 +110,7 @@ class InstanceRemoveApi(APIView):
                        "ids", str, many=True, required=True,
                        description="Instance ids; repeat the parameter or separate them with "
                        "commas.")],
-                   responses={200: None, **error_responses(403)})
+                   responses={200: None, **error_responses(403, 423)})
     def delete(self, request: Request) -> Response:
         values = query_list(request, "ids")
         if not values:

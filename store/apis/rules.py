@@ -90,7 +90,7 @@ class RuleQueryApi(APIView):
         return _rule_list_response(*rule_list(filters=filters, page=page))
 
     @extend_schema(operation_id="simpleStoreRemoveAtQuery", tags=TAG, request=None,
-                   parameters=REMOVE_PARAMETERS, responses={200: None, **error_responses(403)},
+                   parameters=REMOVE_PARAMETERS, responses={200: None, **error_responses(403, 423)},
                    description="Same as DELETE .../remove.")
     def delete(self, request: Request) -> Response:
         return _remove(request)
@@ -101,7 +101,7 @@ class RuleCreateApi(APIView):
 
     @extend_schema(operation_id="simpleStoreCreate", tags=TAG, request=RuleCreateSerializer,
                    examples=[RULE_CREATE_EXAMPLE],
-                   responses={201: RuleListSerializer, **error_responses(403, body=True)},
+                   responses={201: RuleListSerializer, **error_responses(403, 423, body=True)},
                    extensions=body_required())
     def post(self, request: Request) -> Response:
         drafts = rule_drafts_from(validated(RuleCreateSerializer, request.data))
@@ -126,7 +126,7 @@ class RuleModifyPrioritiesApi(APIView):
     @extend_schema(operation_id="simpleStoreModifyPriorities", tags=TAG,
                    request={"application/json": PRIORITY_MAP_SCHEMA},
                    examples=[MODIFY_PRIORITIES_EXAMPLE],
-                   responses={200: RuleListSerializer, **error_responses(403, body=True)})
+                   responses={200: RuleListSerializer, **error_responses(403, 423, body=True)})
     def put(self, request: Request) -> Response:
         priorities = PriorityMapField().run_validation(request.data)
         rules = rule_priorities_modify(priorities=priorities, requester=request.user.name)
@@ -135,7 +135,7 @@ class RuleModifyPrioritiesApi(APIView):
     @extend_schema(operation_id="simpleStoreModifyPrioritiesPost", tags=TAG,
                    request={"application/json": PRIORITY_MAP_SCHEMA},
                    examples=[MODIFY_PRIORITIES_EXAMPLE],
-                   responses={200: RuleListSerializer, **error_responses(403, body=True)},
+                   responses={200: RuleListSerializer, **error_responses(403, 423, body=True)},
                    description="Same as PUT; the interface document shows POST.")
     def post(self, request: Request) -> Response:
         return self.put(request)
@@ -154,7 +154,7 @@ class RuleRemoveApi(APIView):
     management_permission = "store.delete_rule"
 
     @extend_schema(operation_id="simpleStoreRemove", tags=TAG, request=None,
-                   parameters=REMOVE_PARAMETERS, responses={200: None, **error_responses(403)})
+                   parameters=REMOVE_PARAMETERS, responses={200: None, **error_responses(403, 423)})
     def delete(self, request: Request) -> Response:
         return _remove(request)
 
@@ -165,7 +165,7 @@ class RuleRemoveAtStoreApi(APIView):
     management_permission = "store.delete_rule"
 
     @extend_schema(operation_id="simpleStoreRemoveAtStore", tags=TAG, request=None,
-                   parameters=REMOVE_PARAMETERS, responses={200: None, **error_responses(403)},
+                   parameters=REMOVE_PARAMETERS, responses={200: None, **error_responses(403, 423)},
                    description="Same as DELETE .../remove.")
     def delete(self, request: Request) -> Response:
         return _remove(request)
