@@ -61,6 +61,10 @@ def _chunked_body_refusal(request: HttpRequest, limit: int) -> tuple[int, str] |
             chunk = stream.read(min(_READ_CHUNK, limit + 1 - received.tell()))
         except ArrowheadError as error:  # the server's body deadline passed (408)
             return error.status_code, error.message
+        except Exception as error:  # noqa: BLE001 - whatever the server raises on this stream
+            # (bad chunk framing, a trailer that is no header, the client gone) is the body's
+            # fault, not the service's: the request is refused, never a 500.
+            return 400, f"Malformed request body: {error}"
         if not chunk:
             break
         received.write(chunk)

@@ -138,6 +138,20 @@ class RealServerBodyLimitTests:
                                 request_head(PULL, "Transfer-Encoding: chunked"), endless_start)
         assert (status, body["errorCode"]) == (413, 413)
 
+    @pytest.mark.parametrize("framing", [
+        b"zz\r\n",                                  # a chunk size that is not hex
+        b"-2\r\n",                                  # a negative chunk size
+        b"2\r\n{}XX",                               # a chunk without its CRLF
+        b"2\r\n{}\r\n0\r\nBad Trailer\r\n\r\n",   # a trailer that is no header
+    ])
+    @pytest.mark.parametrize("path", [PULL, "/serviceorchestration/monitor/echo"])
+    def test_it_answers_a_malformed_chunked_body_with_400(self, small_limit_server, framing,
+                                                          path):
+        status, body = exchange(small_limit_server,
+                                request_head(path, "Transfer-Encoding: chunked"), framing)
+        assert (status, body["exceptionType"]) == (400, "INVALID_PARAMETER"), body
+        assert body["errorMessage"].startswith("Malformed request body: ")
+
     def test_it_refuses_nul_in_the_url_through_the_real_server(self, small_limit_server):
         status, body = exchange(small_limit_server, request_head(
             f"{REMOVE}?uuids=%00", "Content-Length: 0").replace("POST", "DELETE", 1))
