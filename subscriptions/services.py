@@ -14,10 +14,11 @@ import logging
 import uuid
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 from rest_framework.utils.encoders import JSONEncoder
 
+from config.advisory_locks import advisory_locks
 from config.exceptions import Forbidden, InvalidParameter
 from config.transaction_retry import retry_on_conflict
 from notifications.services import deliveries_cancel, delivery_create
@@ -67,6 +68,12 @@ def _ensure_room_for_one_more(owner: str) -> None:
                                f"(at most {limit})")
 
 
+def subscriptions_lock(identity_keys: list[str]) -> None:
+    """Lock subscriptions by their identity key (owner and service definition) until the
+    transaction ends (config.advisory_locks)."""
+    advisory_locks("subscription", identity_keys)
+
+
 @retry_on_conflict
 def subscription_upsert(*, requester: str, subscribe: SubscribeRequest,
                         trigger: bool) -> tuple[Subscription, bool]:
@@ -76,26 +83,23 @@ def subscription_upsert(*, requester: str, subscribe: SubscribeRequest,
     service_definition = subscribe.request.requirement.service_definition
     key = identity_key(requester, service_definition)
     now = timezone.now()
-    for attempt in range(2):
-        try:
-            with transaction.atomic():
-                subscription = Subscription.objects.select_for_update().filter(
-                    identity_key=key).first()
-                created = subscription is None
-                if created:
-                    _ensure_room_for_one_more(requester)
-                    subscription = Subscription(owner=requester, target=requester,
-                                                service_definition=service_definition,
-                                                identity_key=key, created_at=now)
-                _apply(subscription, subscribe, now)
-                subscription.save(force_insert=created)
-                if trigger:
-                    _push(subscription, now=now)
-            return subscription, created
-        except IntegrityError:
-            if attempt:  # a concurrent subscribe created it: the second round overwrites it
-                raise
-    raise AssertionError("unreachable")
+    with transaction.atomic():
+        # The key's lock first: a subscription that does not exist yet cannot be row-locked,
+        # and concurrent subscribes (and an unsubscribe between them) would race to insert it.
+        subscriptions_lock([key])
+        subscription = Subscription.objects.select_for_update().filter(
+            identity_key=key).first()
+        created = subscription is None
+        if created:
+            _ensure_room_for_one_more(requester)
+            subscription = Subscription(owner=requester, target=requester,
+                                        service_definition=service_definition,
+                                        identity_key=key, created_at=now)
+        _apply(subscription, subscribe, now)
+        subscription.save(force_insert=created)
+        if trigger:
+            _push(subscription, now=now)
+    return subscription, created
 
 
 @retry_on_conflict

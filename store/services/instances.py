@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from config.conventions import names
@@ -24,6 +24,7 @@ from store.interfaces import (
     metadata_validate,
 )
 from store.models import ServiceInstance, ServiceInterface
+from store.services.locks import instances_lock
 
 EXPIRY_FORMAT = ("Expiration time has an invalid time format, UTC string expected "
                  "(example: 2024-10-11T14:30:00Z)")
@@ -164,6 +165,9 @@ def _lock_existing(instance_ids: Sequence[str], batch_size: int) -> dict[str, Se
     chunks), before anything is written: concurrent writers of overlapping ids then wait for
     each other in one order instead of deadlocking."""
     ordered = sorted(instance_ids)
+    # Ids that do not exist yet cannot be row-locked: a create and a remove of the same new id
+    # would race to insert it twice. The id locks make every instance writer wait its turn.
+    instances_lock(ordered)
     locked: dict[str, ServiceInstance] = {}
     for start in range(0, len(ordered), batch_size):
         locked.update((i.service_instance_id, i) for i in ServiceInstance.objects
@@ -221,12 +225,9 @@ def instances_store(instances: Sequence[ValidInstance], *, batch_size: int = 500
 def instance_create_many(*, drafts: Sequence[InstanceDraft | None],
                          limit: int | None) -> list[ServiceInstance]:
     instances = instance_drafts_validate(drafts, limit=limit)
-    try:
-        return instances_store(instances)
-    except IntegrityError:
-        # A concurrent request created one of these ids first: now it exists, and the second
-        # round replaces it, as a create of an existing id does.
-        return instances_store(instances)
+    # A concurrent create of the same new id waits for this one (the id locks) and then
+    # replaces it, as a create of an existing id does.
+    return instances_store(instances)
 
 
 def _update_validate(draft: InstanceUpdateDraft, now: dt.datetime):

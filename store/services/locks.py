@@ -1,39 +1,35 @@
-"""Locks that make concurrent rule writers wait for each other in one fixed order instead of
-deadlocking (PostgreSQL; SQLite has a single writer at a time and needs none).
+"""Locks that make concurrent store writers wait for each other in one fixed order
+(config.advisory_locks).
 
 A rule set is the rules of one (consumer, service definition): its priorities are unique, so
-every writer of a rule set (create, modify priorities, remove) first takes the rule set's
-transaction-scoped advisory lock, for all its rule sets in ascending key order. Row locks
-cannot do this: a create's rows do not exist yet, and the unique index of the priorities is
-deferrable, so two INSERTs of the same keys only check each other at the end of their
-statements and then wait for each other ("deadlock detected").
+every writer of a rule set (create, modify priorities, remove) first locks its rule sets. Row
+locks cannot do this: a create's rows do not exist yet, and the unique index of the priorities
+is deferrable, so two INSERTs of the same keys only check each other at the end of their
+statements and then wait for each other ("deadlock detected"). Service instances are locked
+by id the same way: a create and a remove of the same new id would otherwise race to insert
+it twice.
 """
-import hashlib
 from collections.abc import Iterable
 
-from django.db import connection
+from config.advisory_locks import advisory_key, advisory_locks
 
-_NAMESPACE = b"rule-set"
+_RULE_SETS = "rule-set"
+_INSTANCES = "service-instance"
 
 
-def _rule_set_key(consumer: str, service_definition: str) -> int:
-    """A stable signed 64-bit key (advisory locks take a bigint). Two rule sets sharing a key
-    only wait for each other needlessly; the order stays total."""
-    digest = hashlib.blake2b(f"{consumer}\0{service_definition}".encode(), digest_size=8,
-                             person=_NAMESPACE).digest()
-    return int.from_bytes(digest, "big", signed=True)
+def _rule_set_name(consumer: str, service_definition: str) -> str:
+    return f"{consumer}\0{service_definition}"
+
+
+def rule_set_key(consumer: str, service_definition: str) -> int:
+    return advisory_key(_RULE_SETS, _rule_set_name(consumer, service_definition))
 
 
 def rule_sets_lock(rule_sets: Iterable[tuple[str, str]]) -> None:
-    """Lock the rule sets (consumer, service definition) until the transaction ends; call it
-    inside `transaction.atomic()` before reading or writing their rules."""
-    if connection.vendor != "postgresql":
-        return
-    keys = sorted({_rule_set_key(consumer, definition) for consumer, definition in rule_sets})
-    if not keys:
-        return
-    with connection.cursor() as cursor:
-        # One round trip; the ordered subquery makes the locks be taken in key order.
-        cursor.execute("SELECT count(pg_advisory_xact_lock(key)) FROM "
-                       "(SELECT key FROM unnest(%s::bigint[]) AS key ORDER BY key) AS ordered",
-                       [keys])
+    """Lock the rule sets (consumer, service definition) until the transaction ends."""
+    advisory_locks(_RULE_SETS, (_rule_set_name(*rule_set) for rule_set in rule_sets))
+
+
+def instances_lock(instance_ids: Iterable[str]) -> None:
+    """Lock the service instance ids until the transaction ends."""
+    advisory_locks(_INSTANCES, instance_ids)

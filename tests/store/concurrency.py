@@ -53,3 +53,63 @@ def run_in_two_threads(call, first_args: tuple, second_args: tuple) -> dict[str,
     for thread in threads:
         thread.join(timeout=60)
     return outcomes
+
+
+def hold_first_caller(monkeypatch, owner, method: str):
+    """Make the first call of `owner.method` (a class attribute) wait inside its caller's
+    transaction until `release` is set; other calls go through and are counted in `entered`.
+    Returns (entered, release, first_waiting) events and a counter, for tests that check
+    that a second writer of the same thing waits for the first instead of writing beside it."""
+    original = getattr(owner, method)
+    first_waiting, release = threading.Event(), threading.Event()
+    entered: list[str] = []
+
+    def held(*args, **kwargs):
+        entered.append(threading.current_thread().name)
+        if len(entered) == 1:
+            first_waiting.set()
+            release.wait(timeout=30)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, method, held)
+    return entered, release, first_waiting
+
+
+def wait_until(condition, timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def second_writer_waits(call_first, call_second, entered: list[str], release: threading.Event,
+                        first_waiting: threading.Event) -> dict[str, object]:
+    """Run `call_first` until it is held (see `hold_first_caller`), then `call_second`; check
+    that the second waits for a database lock without reaching the held method, release the
+    first, and return what both returned or raised."""
+    outcomes: dict[str, object] = {}
+
+    def run(name, call):
+        try:
+            outcomes[name] = call()
+        except Exception as error:  # noqa: BLE001 - the test reports what it got
+            outcomes[name] = error
+        finally:
+            connection.close()
+
+    first = threading.Thread(target=run, args=("first", call_first), name="first")
+    first.start()
+    assert first_waiting.wait(timeout=20), "the first writer never got to the held step"
+    second = threading.Thread(target=run, args=("second", call_second), name="second")
+    second.start()
+    try:
+        assert wait_until(lambda: lock_waiters() > 0 or len(entered) > 1), \
+            "the second writer neither waited nor wrote"
+        outcomes["second reached the write while the first held it"] = len(entered) > 1
+    finally:
+        release.set()
+        first.join(timeout=60)
+        second.join(timeout=60)
+    return outcomes

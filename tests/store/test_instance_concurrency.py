@@ -7,7 +7,12 @@ import pytest
 from store.interfaces import InterfaceDraft
 from store.models import ServiceInstance
 from store.services.instances import InstanceDraft, instance_create_many
-from tests.store.concurrency import meet_before, run_in_two_threads
+from tests.store.concurrency import (
+    hold_first_caller,
+    meet_before,
+    run_in_two_threads,
+    second_writer_waits,
+)
 from tests.store.helpers import http_interface
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -31,3 +36,25 @@ class InstanceDeadlockTests:
         assert outcomes == {"a": 3000, "b": 3000}
         assert ServiceInstance.objects.count() == 3000
         assert "retrying" not in caplog.text  # the order did it, not the retry
+
+
+class InstanceCreateRaceTests:
+    def test_a_second_create_of_the_same_new_id_waits_for_the_first(self, monkeypatch):
+        """A new id cannot be row-locked: two creates (with a remove between them) raced to
+        insert it, and the loser's unique violation was a 500. Now the second create waits
+        for the first one's id lock, then replaces what it wrote."""
+        from store.services import instances as service
+
+        interface = http_interface()
+        draft = InstanceDraft("RaceProvider", "svc", "1.0.0", None, {}, [InterfaceDraft(
+            interface["templateName"], interface["protocol"], interface["policy"],
+            interface["properties"])])
+        entered, release, first_waiting = hold_first_caller(monkeypatch, service, "_store_chunk")
+
+        def create():
+            return len(instance_create_many(drafts=[draft], limit=None))
+
+        outcomes = second_writer_waits(create, create, entered, release, first_waiting)
+        assert outcomes == {"first": 1, "second": 1,
+                            "second reached the write while the first held it": False}
+        assert ServiceInstance.objects.filter(provider="RaceProvider").count() == 1
