@@ -15,6 +15,7 @@ def held_advisory_locks() -> int:
 
 
 class AdvisoryLockTests:
+    @pytest.mark.django_db(transaction=True)  # the locks end with a real transaction
     def test_a_bulk_writer_holds_at_most_one_lock_per_bucket(self):
         """A lock per name let a few thousand-entry writes exhaust PostgreSQL's shared lock
         table ("out of shared memory")."""
