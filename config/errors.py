@@ -11,7 +11,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.http import Http404, HttpRequest, JsonResponse, UnreadablePostError
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
@@ -150,6 +150,10 @@ def bad_request(request: HttpRequest, exception: Exception) -> JsonResponse:
     if isinstance(exception, RequestDataTooBig):  # e.g. an admin form over the limit
         return error_response(request, 413, InvalidParameter.exception_type,
                               body_too_large_message())
+    if isinstance(exception, TooManyFieldsSent):  # Django's DATA_UPLOAD_MAX_NUMBER_FIELDS
+        return error_response(request, 400, InvalidParameter.exception_type,
+                              f"Too many query parameters or form fields: at most "
+                              f"{settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} are accepted")
     return error_response(request, 400, InvalidParameter.exception_type, "Bad request")
 
 
