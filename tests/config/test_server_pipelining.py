@@ -91,7 +91,21 @@ def test_a_request_pipelined_behind_a_post_with_a_body_is_answered(server):
         connection.sendall(pull(b'{"serviceRequirement": {}}') + GET_ECHO)
         (pull_status, pull_body), echo = read_answers(connection, 2)
         assert pull_status == 200, pull_body
-        assert "response" in json.loads(pull_body)
+        assert json.loads(pull_body)["results"] == []
+        assert echo == (200, b"Got it!")
+
+
+def test_a_request_pipelined_behind_a_chunked_post_is_answered(server):
+    body = b'{"serviceRequirement": {}}'
+    # Two chunks (one with an extension), then the last chunk with a trailer field.
+    chunked = (f"{10:x};note=first\r\n".encode() + body[:10] + b"\r\n"
+               + f"{len(body) - 10:x}\r\n".encode() + body[10:] + b"\r\n0\r\nX-Trailer: t\r\n\r\n")
+    head = (f"POST {PULL} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Authorization: Bearer SYSTEM//consumer\r\nTransfer-Encoding: chunked\r\n\r\n")
+    with connect(server) as connection:
+        connection.sendall(head.encode() + chunked + GET_ECHO)
+        (pull_status, pull_body), echo = read_answers(connection, 2)
+        assert pull_status == 200, pull_body
         assert echo == (200, b"Got it!")
 
 

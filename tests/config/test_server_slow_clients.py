@@ -238,11 +238,21 @@ def test_more_dripping_clients_than_threads_hold_no_thread(patient_server):
 def test_more_clients_dripping_large_bodies_than_threads_hold_no_thread(patient_server):
     """Bodies above 64 KiB (below MAX_REQUEST_BODY_BYTES) are gathered in the poller too: with
     a thread per dripping client, echo would wait for the body timeout (120 s)."""
-    body_drip = (f"POST {PULL} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 f"Authorization: Bearer SYSTEM//consumer\r\n"
-                 f"Content-Length: 100000\r\n\r\n").encode()
-    with dripping(patient_server, body_drip, b" ") as slow:
+    head = (f"POST {PULL} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Authorization: Bearer SYSTEM//consumer\r\n")
+    with dripping(patient_server, f"{head}Content-Length: 100000\r\n\r\n".encode(),
+                  b" ") as slow:
         assert echo_answers(patient_server), "echo waited behind clients dripping large bodies"
+        assert not slow.closed_after, "the server closed connections before their deadline"
+
+
+def test_more_clients_dripping_chunked_bodies_than_threads_hold_no_thread(patient_server):
+    """Chunked bodies are gathered in the poller as well (up to MAX_REQUEST_BODY_BYTES raw)."""
+    head = (f"POST {PULL} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Authorization: Bearer SYSTEM//consumer\r\nTransfer-Encoding: chunked\r\n\r\n")
+    # One 100,000-byte chunk announced, then its bytes one at a time.
+    with dripping(patient_server, f"{head}186a0\r\n".encode(), b" ") as slow:
+        assert echo_answers(patient_server), "echo waited behind clients dripping chunked bodies"
         assert not slow.closed_after, "the server closed connections before their deadline"
 
 
