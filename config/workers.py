@@ -7,14 +7,20 @@ requests served by a pool of threads; docs/performance.md says why) with these a
   byte, and once a thread reads a request it blocks until the request head is complete: a few
   clients dripping their headers a byte at a time would hold every thread. Here a plain-HTTP
   request is gathered from the poller without waiting: a thread takes what has arrived and, as
-  long as the head (and a body that fits in GATHER_LIMIT) is incomplete, gives the connection
-  back to the poller at once. Only complete requests (or larger ones) occupy a thread.
+  long as the request is incomplete, gives the connection back to the poller at once. Gathered
+  are the head (up to GATHER_LIMIT) and a body up to MAX_REQUEST_BODY_BYTES, of declared length
+  or chunked (raw, the end found by following the chunk sizes; gunicorn de-chunks it later).
+  Only complete requests occupy a thread, and those a thread must read: a head over
+  GATHER_LIMIT, a body over the limit (refused 413 by config.request_guard from its
+  Content-Length, or after one byte past the limit when chunked), a body sent after
+  "100 Continue". Requests pipelined behind one another are served from what was read.
+  Memory: at most SERVER_MAX_CONNECTIONS x (GATHER_LIMIT + MAX_REQUEST_BODY_BYTES) per process.
 - Read deadlines. A request head must arrive within SERVER_HEADER_TIMEOUT_SECONDS and a body
-  within SERVER_BODY_TIMEOUT_SECONDS of its head, else the connection is closed. For a request
-  a thread reads (TLS, where bytes cannot be inspected before the handshake, and requests
-  larger than GATHER_LIMIT) the main loop enforces them (it wakes at least once a second) by
-  shutting the socket down, which wakes the blocked thread: a late head closes the connection,
-  a late body the application was reading is answered 408 in the error envelope.
+  within SERVER_BODY_TIMEOUT_SECONDS of its head, else the connection is closed (a late body
+  is answered 408 in the error envelope). For a request a thread reads (TLS, where bytes cannot
+  be inspected before the handshake, and the cases above) the main loop enforces them (it wakes
+  at least once a second) by shutting the socket down, which wakes the blocked thread: a late
+  head closes the connection, a late body the application was reading is answered 408.
 - Errors that gunicorn answers itself (request line too long 414, header fields too large or
   too many 431, malformed request 400, ...) carry the error envelope instead of HTML.
 - The verified TLS client certificate (if any) reaches the application in the WSGI environ under
@@ -45,12 +51,18 @@ from config.exceptions import ArrowheadError, InternalServerError, InvalidParame
 
 CLIENT_CERT_ENVIRON_KEY = "arrowhead.client_certificate"
 
-# A plain-HTTP request whose head and body together are at most this long is gathered from the
-# poller before a thread serves it; larger ones are read by a thread, under the deadlines.
+# A plain-HTTP request head is gathered from the poller up to this many bytes; a longer one is
+# read by a thread, under the header deadline (gunicorn refuses it as too large anyway).
 GATHER_LIMIT = 64 * 1024
+# Read at most this much per recv: a 2 MiB body arrives in a few calls, without 2 MiB buffers.
+_RECV_SIZE = 256 * 1024
+# Longest chunk-size line (hex size and extensions) looked for before the thread takes over.
+_CHUNK_LINE_LIMIT = 1024
 _CONTENT_LENGTH = re.compile(rb"\ncontent-length[ \t]*:[ \t]*(\d+)[ \t]*\r?\n", re.IGNORECASE)
-# A chunked body, or one the client sends only after "100 Continue", is read by a thread.
-_BODY_READ_BY_THREAD = re.compile(rb"\n(transfer-encoding|expect)[ \t]*:", re.IGNORECASE)
+_TRANSFER_ENCODING = re.compile(rb"\ntransfer-encoding[ \t]*:", re.IGNORECASE)
+_CHUNKED = re.compile(rb"\ntransfer-encoding[ \t]*:[^\n]*chunked", re.IGNORECASE)
+# A body the client sends only after "100 Continue" is read by a thread (which sends it).
+_EXPECT = re.compile(rb"\nexpect[ \t]*:", re.IGNORECASE)
 
 # `origin` of an error answered before the request line could be read.
 UNPARSED_ORIGIN = "HTTP"
@@ -79,17 +91,49 @@ class RequestTimeout(ArrowheadError):
 
 
 class _Gathering:
-    """What has arrived of a connection's next request while it waits in the poller."""
+    """What has arrived of a connection's next request while it waits in the poller.
 
-    def __init__(self, data: bytes, deadline: float) -> None:
-        self.data = data
+    The head is gathered up to GATHER_LIMIT bytes, then a body of declared length, or a chunked
+    body (its raw bytes, framing included), up to `body_limit` bytes. A body over the limit is
+    not waited for: the request guard refuses it (413) from its Content-Length, and reads at
+    most one byte past the limit of a chunked one."""
+
+    def __init__(self, data: bytes, deadline: float, body_limit: int) -> None:
+        self.data = bytearray(data)  # appended to in place: no copy per byte that arrives
         self.deadline = deadline  # for the head, then for the body
         self.head_done = False
+        self.closed_by_client = False
+        self._body_limit = body_limit
+        # Once the head is complete: the length of the whole request (head and body), or, for
+        # a chunked body, the offset of the next chunk-size line and the most bytes to gather.
+        self._needed: int | None = None
+        self._next_chunk: int | None = None
+        self._chunked_cap = 0
+
+    def wanted(self) -> int:
+        """How many more bytes to read, at most, before the request can be judged again."""
+        if self._needed is not None:
+            missing = self._needed - len(self.data)
+        elif self._next_chunk is not None:
+            missing = self._chunked_cap - len(self.data)
+        else:
+            missing = GATHER_LIMIT - len(self.data)
+        return max(1, min(missing, _RECV_SIZE))
 
     def ready(self, now: float, body_timeout: float) -> bool:
         """Whether a thread should serve the request now."""
-        if len(self.data) >= GATHER_LIMIT:
-            return True
+        if self.closed_by_client:
+            return True  # gunicorn reports what is missing
+        if not self.head_done and not self._read_head(now, body_timeout):
+            return len(self.data) >= GATHER_LIMIT
+        if self._needed is None and self._next_chunk is None:
+            return True  # read by a thread
+        if self._needed is not None:
+            return len(self.data) >= self._needed
+        return self._chunked_body_done()
+
+    def _read_head(self, now: float, body_timeout: float) -> bool:
+        """Whether the head is complete; if so, what is needed of the body."""
         end = self.data.find(b"\r\n\r\n")
         head_length = end + 4
         if end < 0:
@@ -97,16 +141,56 @@ class _Gathering:
             head_length = end + 2
         if end < 0:
             return False
-        head = self.data[:head_length]
-        if _BODY_READ_BY_THREAD.search(head):
+        self.head_done, self.deadline = True, now + body_timeout
+        head = bytes(self.data[:head_length])
+        if _EXPECT.search(head):
             return True  # under the body deadline
-        length = _CONTENT_LENGTH.search(head)
-        needed = head_length + (int(length.group(1)) if length else 0)
-        if needed > GATHER_LIMIT:
+        if _TRANSFER_ENCODING.search(head):
+            # Chunked alone is gathered; anything else (other codings, both headers) is for
+            # gunicorn to refuse.
+            if _CHUNKED.search(head) and not _CONTENT_LENGTH.search(head):
+                self._next_chunk = head_length
+                self._chunked_cap = head_length + self._body_limit
             return True
-        if not self.head_done:
-            self.head_done, self.deadline = True, now + body_timeout
-        return len(self.data) >= needed
+        length = _CONTENT_LENGTH.search(head)
+        digits = length.group(1) if length else b"0"
+        # Over the limit (or absurdly long): refused with 413 without being read, at once.
+        if len(digits) <= 18 and int(digits) <= self._body_limit:
+            self._needed = head_length + int(digits)
+        return True
+
+    def _chunked_body_done(self) -> bool:
+        """Follows the chunk sizes over what has arrived; True once the last chunk and the
+        trailers are complete, or when a thread should take over (malformed framing, which
+        gunicorn answers 400, or more raw bytes than the limit, which the guard answers 413)."""
+        if len(self.data) >= self._chunked_cap:
+            return True
+        position = self._next_chunk
+        assert position is not None
+        while True:
+            line_end = self.data.find(b"\r\n", position, position + _CHUNK_LINE_LIMIT)
+            if line_end < 0:
+                self._next_chunk = position
+                return len(self.data) - position >= _CHUNK_LINE_LIMIT
+            size_text = bytes(self.data[position:line_end]).partition(b";")[0].strip()
+            try:
+                size = int(size_text, 16) if len(size_text) <= 16 else -1
+            except ValueError:
+                return True
+            if size < 0:
+                return True
+            if size == 0:  # the last chunk; then trailers up to an empty line
+                self._next_chunk = position
+                return self.data.find(b"\r\n\r\n", line_end) >= 0
+            position = line_end + 2 + size + 2
+            if position > len(self.data):
+                self._next_chunk = position
+                return False
+
+    def origin(self) -> str:
+        """The request's method and path, for the envelope of an error answered here."""
+        line = bytes(self.data[:self.data.find(b"\n")]).decode("latin-1").split()
+        return f"{line[0]} {line[1].partition('?')[0]}" if len(line) >= 2 else UNPARSED_ORIGIN
 
 
 @dataclass
@@ -128,6 +212,7 @@ class ServiceWorker(ThreadWorker):
         self._serving = threading.local()  # the connection a thread's request came on
         self._header_timeout: float = settings.SERVER_HEADER_TIMEOUT_SECONDS
         self._body_timeout: float = settings.SERVER_BODY_TIMEOUT_SECONDS
+        self._body_limit: int = settings.MAX_REQUEST_BODY_BYTES
 
     # --- read deadlines -----------------------------------------------------------------------
 
@@ -161,15 +246,22 @@ class ServiceWorker(ThreadWorker):
         # Kept on the connection object: it lives exactly as long as the connection.
         gathering: _Gathering | None = getattr(conn, "gathering", None)
         if gathering is None:
-            # A kept-alive connection may hold the start of its next request already.
+            # A kept-alive connection may hold the start of its next request already (pipelined
+            # behind the previous one).
             early = conn.parser.unreader.take_buffered() if conn.parser else b""
-            gathering = conn.gathering = _Gathering(early, now + self._header_timeout)
+            gathering = conn.gathering = _Gathering(early, now + self._header_timeout,
+                                                    self._body_limit)
         try:
-            while len(gathering.data) < GATHER_LIMIT:
-                chunk = conn.sock.recv(GATHER_LIMIT, socket.MSG_DONTWAIT)
+            # Non-blocking for real: a request pipelined behind the previous one comes here
+            # straight from its thread, with the socket's write timeout still set, and Python
+            # waits out a socket timeout before even a MSG_DONTWAIT recv.
+            conn.sock.setblocking(False)
+            while not gathering.ready(now, self._body_timeout):
+                chunk = conn.sock.recv(gathering.wanted(), socket.MSG_DONTWAIT)
                 if not chunk:  # the client closed its side
                     if not gathering.data:
                         return False
+                    gathering.closed_by_client = True
                     break
                 gathering.data += chunk
         except BlockingIOError:
@@ -179,15 +271,35 @@ class ServiceWorker(ThreadWorker):
             return False
         if not gathering.ready(now, self._body_timeout):
             if gathering.deadline <= now:
-                self._log_late(conn, "body" if gathering.head_done else "head")
-                conn.close()  # without lingering: it would only read more of the same
+                self._close_late(conn, gathering)
                 return False
             return _DEFER
         conn.gathering = None
         conn.init()  # the parser; plain TCP, so nothing is read
-        conn.parser.unreader.unread(gathering.data)
+        conn.parser.unreader.unread(bytes(gathering.data))
         conn.data_ready = True  # no waiting for the socket: the bytes are in the parser
         return None
+
+    def _close_late(self, conn: TConn, gathering: _Gathering) -> None:
+        """Close a connection whose request did not arrive in time, without lingering (it
+        would only read more of the same). A late body is answered 408 in the error envelope,
+        as when the application was reading it."""
+        self._log_late(conn, "body" if gathering.head_done else "head")
+        if gathering.head_done:
+            answer = _error_response(408, self._late_body_message(), gathering.origin())
+            try:
+                conn.sock.send(answer, socket.MSG_DONTWAIT)  # small: fits the send buffer
+                # Unread bytes would make the close a reset, which can drop the answer; read
+                # what is there (a little: a client sending fast is not late for long).
+                for _ in range(4):
+                    if not conn.sock.recv(_RECV_SIZE, socket.MSG_DONTWAIT):
+                        break
+            except OSError:
+                pass
+        conn.close()
+
+    def _late_body_message(self) -> str:
+        return f"The request body did not arrive within {self._body_timeout:g} seconds"
 
     def handle_request(self, req: Request, conn: TConn) -> bool:  # the head is complete
         self._deadlines[conn] = _Deadline(time.monotonic() + self._body_timeout, socket.SHUT_RD)
@@ -202,14 +314,13 @@ class ServiceWorker(ThreadWorker):
         late = [conn for conn in self.pending_conns
                 if getattr(conn, "gathering", None) and conn.gathering.deadline <= now]
         for conn in late:  # waiting in the poller for the rest of a request
-            self._log_late(conn, "body" if conn.gathering.head_done else "head")
             self.pending_conns.remove(conn)
             try:
                 self.poller.unregister(conn.sock)
             except (OSError, KeyError, ValueError):
                 pass
             self.nr_conns -= 1
-            conn.close()
+            self._close_late(conn, conn.gathering)
         for conn, deadline in self._deadlines.copy().items():  # being read by a thread
             if deadline.at <= now and not deadline.expired:
                 deadline.expired = True
@@ -329,8 +440,7 @@ class _TimedInput:
     def _raise_if_late(self) -> None:
         deadline = self._worker._deadlines.get(self._conn)
         if deadline is not None and deadline.expired:
-            raise RequestTimeout(f"The request body did not arrive within "
-                                 f"{self._worker._body_timeout:g} seconds")
+            raise RequestTimeout(self._worker._late_body_message())
 
     def read(self, size: int | None = None) -> bytes:
         return self._read("read", size)

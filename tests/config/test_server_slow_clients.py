@@ -216,10 +216,11 @@ def test_clients_dripping_a_tls_handshake_do_not_block_others_and_are_closed(tls
 
 @pytest.fixture(scope="module")
 def patient_server(django_db_setup, django_db_blocker, tmp_path_factory):
-    """One process of two threads whose header timeout is far beyond the test's patience."""
+    """One process of two threads whose read timeouts are far beyond the test's patience."""
     with django_db_blocker.unblock():
         with gunicorn({"WEB_CONCURRENCY": "1", "WEB_THREADS": "2",
-                       "SERVER_HEADER_TIMEOUT_SECONDS": str(PATIENCE * 4)},
+                       "SERVER_HEADER_TIMEOUT_SECONDS": str(PATIENCE * 4),
+                       "SERVER_BODY_TIMEOUT_SECONDS": str(PATIENCE * 4)},
                       tmp_path_factory.mktemp("gunicorn") / "log") as port:
             yield port
 
@@ -232,6 +233,27 @@ def test_more_dripping_clients_than_threads_hold_no_thread(patient_server):
                  f"Content-Length: 1000\r\n\r\n").encode()
     with dripping(patient_server, body_drip, b" "):
         assert echo_answers(patient_server), "echo waited behind clients dripping small bodies"
+
+
+def test_more_clients_dripping_large_bodies_than_threads_hold_no_thread(patient_server):
+    """Bodies above 64 KiB (below MAX_REQUEST_BODY_BYTES) are gathered in the poller too: with
+    a thread per dripping client, echo would wait for the body timeout (120 s)."""
+    head = (f"POST {PULL} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Authorization: Bearer SYSTEM//consumer\r\n")
+    with dripping(patient_server, f"{head}Content-Length: 100000\r\n\r\n".encode(),
+                  b" ") as slow:
+        assert echo_answers(patient_server), "echo waited behind clients dripping large bodies"
+        assert not slow.closed_after, "the server closed connections before their deadline"
+
+
+def test_more_clients_dripping_chunked_bodies_than_threads_hold_no_thread(patient_server):
+    """Chunked bodies are gathered in the poller as well (up to MAX_REQUEST_BODY_BYTES raw)."""
+    head = (f"POST {PULL} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Authorization: Bearer SYSTEM//consumer\r\nTransfer-Encoding: chunked\r\n\r\n")
+    # One 100,000-byte chunk announced, then its bytes one at a time.
+    with dripping(patient_server, f"{head}186a0\r\n".encode(), b" ") as slow:
+        assert echo_answers(patient_server), "echo waited behind clients dripping chunked bodies"
+        assert not slow.closed_after, "the server closed connections before their deadline"
 
 
 def test_a_client_expecting_100_continue_gets_it_before_sending_its_body(server):
