@@ -19,6 +19,9 @@ limit_request_line = settings.SERVER_LIMIT_REQUEST_LINE
 limit_request_fields = settings.SERVER_LIMIT_REQUEST_FIELDS
 limit_request_field_size = settings.SERVER_LIMIT_REQUEST_FIELD_SIZE
 accesslog = "-"
+# gunicorn's control socket sits at one path per user ($HOME/.gunicorn/gunicorn.ctl): several
+# services on one host would take it from each other, and nothing here uses it.
+control_socket_disable = True
 
 if settings.TLS_CERT_FILE:  # generic_https
     import ssl
