@@ -109,6 +109,7 @@ class _Gathering:
         self._needed: int | None = None
         self._next_chunk: int | None = None
         self._chunked_cap = 0
+        self._chunk_end: int | None = None  # where the last chunk's data ends (CRLF expected)
 
     def wanted(self) -> int:
         """How many more bytes to read, at most, before the request can be judged again."""
@@ -168,6 +169,11 @@ class _Gathering:
         position = self._next_chunk
         assert position is not None
         while True:
+            # The CRLF that ends the chunk before `position`, once it has arrived.
+            if self._chunk_end is not None and len(self.data) >= self._chunk_end + 2:
+                if self.data[self._chunk_end:self._chunk_end + 2] != b"\r\n":
+                    return True  # a chunk without its CRLF: malformed
+                self._chunk_end = None
             line_end = self.data.find(b"\r\n", position, position + _CHUNK_LINE_LIMIT)
             if line_end < 0:
                 self._next_chunk = position
@@ -182,7 +188,8 @@ class _Gathering:
             if size == 0:  # the last chunk; then trailers up to an empty line
                 self._next_chunk = position
                 return self.data.find(b"\r\n\r\n", line_end) >= 0
-            position = line_end + 2 + size + 2
+            self._chunk_end = line_end + 2 + size
+            position = self._chunk_end + 2
             if position > len(self.data):
                 self._next_chunk = position
                 return False

@@ -6,6 +6,7 @@ socket can send: a Content-Length without the body, and chunked bodies."""
 import http.client
 import json
 import socket
+import time
 
 import pytest
 from django.test import Client
@@ -151,6 +152,20 @@ class RealServerBodyLimitTests:
                                 request_head(path, "Transfer-Encoding: chunked"), framing)
         assert (status, body["exceptionType"]) == (400, "INVALID_PARAMETER"), body
         assert body["errorMessage"].startswith("Malformed request body: ")
+
+    def test_it_answers_a_chunk_whose_crlf_arrives_broken_later_with_400(self,
+                                                                           small_limit_server):
+        """The server gathers a chunked body as it arrives: a chunk's missing CRLF must be
+        noticed when it comes in a later packet too, not waited out until the body deadline."""
+        with socket.create_connection(("127.0.0.1", small_limit_server), timeout=30) as sock:
+            sock.sendall(request_head(PULL, "Transfer-Encoding: chunked").encode() + b"\r\n"
+                         + b"2\r\n{}")
+            time.sleep(0.3)  # a second packet, after the server has looked at the first
+            sock.sendall(b"XX")
+            response = http.client.HTTPResponse(sock)
+            response.begin()
+            body = json.loads(response.read())
+        assert (response.status, body["exceptionType"]) == (400, "INVALID_PARAMETER"), body
 
     def test_it_refuses_nul_in_the_url_through_the_real_server(self, small_limit_server):
         status, body = exchange(small_limit_server, request_head(
