@@ -11,7 +11,7 @@ from rest_framework import serializers
 
 from config.conventions.names import MAX_NAME_LENGTH
 from config.conventions.versions import MAX_VERSION_LENGTH
-from config.fields import documented
+from config.fields import PYTHON_BLANKS, documented
 
 SYSTEM_NAME = "[A-Z][0-9A-Za-z]*"
 SERVICE_DEFINITION = "[a-z][0-9A-Za-z]*"
@@ -39,8 +39,7 @@ InstanceIdField = _name_field(f"{SYSTEM_NAME}\\|{SERVICE_DEFINITION}\\|{VERSION}
 # What the name normalizer reads as blanks (Java's trim) and as separators (Python's `\s`,
 # `_`, `-`), spelled out for any regex engine (ECMA's `\s` is not Python's).
 JAVA_BLANK = "[\\x00-\\x20]"
-SEPARATOR = ("[\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029"
-             "\\u202f\\u205f\\u3000_-]")
+SEPARATOR = f"[{PYTHON_BLANKS}_-]"
 _FIRST_LETTER = {"system": "[A-Z]", "serviceDefinition": "[a-z]"}
 
 
@@ -74,6 +73,7 @@ REQUEST_NAMES: dict[str, tuple[str, bool]] = {
     "serviceDefinitions": ("serviceDefinition", False),
     "serviceDefinitionName": ("serviceDefinition", False),
     "serviceDefinitionNames": ("serviceDefinition", False),
+    "targetSystemName": ("system", True),
 }
 _NORMALIZED_TO = {"system": "PascalCase", "serviceDefinition": "camelCase"}
 
