@@ -180,6 +180,12 @@ def documented(field_class: type[serializers.Field], schema: dict[str, Any]) -> 
     return extend_schema_field(schema)(type(field_class.__name__, (field_class,), {}))
 
 
+def not_blank_pattern(blanks: str) -> str:
+    """A text holding a character outside the class `blanks`, and no NUL, which the input gate
+    (config.input_safety) refuses anywhere in a request."""
+    return f"^[^\\x00]*[^\\x00{blanks}][^\\x00]*$"
+
+
 def optional_positive_integer(*, maximum: int | None = None,
                               **kwargs: Any) -> StrictIntegerField:
     """An optional positive integer (null = absent). Zero and negative values are refused by the
@@ -211,7 +217,8 @@ class RequirementField(NullPassedOn, BoundedJSONField):
     Within the request limits like any free-form JSON; its `maxProperties` is in the schema."""
 
 
-@extend_schema_field({"type": "string", "pattern": "[^\\x00-\\x20]", BLANK_REFUSED: True,
+@extend_schema_field({"type": "string", "pattern": not_blank_pattern("\\x01-\\x20"),
+                      BLANK_REFUSED: True,
                       "description": "Not blank (a null or blank element is a 400)."})
 class ListElementField(NullPassedOn, StrictCharField):
     """A string element of a request list, at most MAX_STRING_LENGTH characters; the service
@@ -229,7 +236,7 @@ PYTHON_BLANKS = ("\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200
 def not_blank_text(**kwargs: Any) -> StrictCharField:
     """A text the service refuses when null or blank by Python's strip (an update's
     `instanceId`: "Instance id is empty"); mark it `required_not_null` on the serializer."""
-    schema = {"type": "string", "pattern": f"[^{PYTHON_BLANKS}]", BLANK_REFUSED: True,
+    schema = {"type": "string", "pattern": not_blank_pattern(PYTHON_BLANKS), BLANK_REFUSED: True,
               "description": "Not blank."}
     return documented(StrictCharField, schema)(required=False, allow_null=True, **kwargs)
 

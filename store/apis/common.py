@@ -3,7 +3,6 @@ from django.conf import settings
 from rest_framework.request import Request
 
 from config.exceptions import InvalidParameter
-from config.fields import PYTHON_BLANKS
 
 
 def validated(serializer_class, data) -> dict:
@@ -23,9 +22,3 @@ def query_list(request: Request, name: str) -> list[str]:
                                f"{settings.MAX_BULK_SIZE} values.")
     return values
 
-
-def query_list_element() -> dict:
-    """The OpenAPI schema of one value of a `query_list` parameter: it holds a piece that is not
-    blank. (That one non-blank piece among all values suffices is beyond OpenAPI; a blank value
-    next to good ones is outside the schema although the service drops it.)"""
-    return {"type": "string", "pattern": f"[^{PYTHON_BLANKS},]"}

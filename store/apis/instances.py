@@ -8,8 +8,9 @@ from rest_framework.views import APIView
 from config.conventions.instance_ids import instance_id
 from config.conventions.pagination import parse_pagination
 from config.exceptions import InvalidParameter
+from config.name_fields import INSTANCE_ID_LIST
 from config.schema import body_required, error_responses, null_body_is_absent
-from store.apis.common import query_list, query_list_element, validated
+from store.apis.common import query_list, validated
 from store.selectors.instances import (
     DEFAULT_SORT_FIELD,
     SORT_COLUMNS,
@@ -107,7 +108,9 @@ class InstanceRemoveApi(APIView):
 
     @extend_schema(operation_id="serviceInstanceRemove", tags=TAG, request=None,
                    parameters=[OpenApiParameter(
-                       "ids", query_list_element(), many=True, required=True,
+                       "ids", {"type": "array",
+                               "items": {"type": "string", INSTANCE_ID_LIST: True}},
+                       required=True,
                        description="Instance ids; repeat the parameter or separate them with "
                        "commas (blank pieces are dropped; at least one must remain).")],
                    responses={200: None, **error_responses(403, 423)})
