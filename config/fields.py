@@ -17,6 +17,8 @@ from django.core.validators import MaxLengthValidator
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from config.schema import BLANK_REFUSED
+
 
 class StrictIntegerField(serializers.IntegerField):
     def to_internal_value(self, data: Any) -> int:
@@ -178,6 +180,12 @@ def documented(field_class: type[serializers.Field], schema: dict[str, Any]) -> 
     return extend_schema_field(schema)(type(field_class.__name__, (field_class,), {}))
 
 
+def not_blank_pattern(blanks: str) -> str:
+    """A text holding a character outside the class `blanks`, and no NUL, which the input gate
+    (config.input_safety) refuses anywhere in a request."""
+    return f"^[^\\x00]*[^\\x00{blanks}][^\\x00]*$"
+
+
 def optional_positive_integer(*, maximum: int | None = None,
                               **kwargs: Any) -> StrictIntegerField:
     """An optional positive integer (null = absent). Zero and negative values are refused by the
@@ -209,11 +217,28 @@ class RequirementField(NullPassedOn, BoundedJSONField):
     Within the request limits like any free-form JSON; its `maxProperties` is in the schema."""
 
 
-@extend_schema_field({"type": "string", "pattern": "[^\\x00-\\x20]",
+@extend_schema_field({"type": "string", "pattern": not_blank_pattern("\\x01-\\x20"),
+                      BLANK_REFUSED: True,
                       "description": "Not blank (a null or blank element is a 400)."})
 class ListElementField(NullPassedOn, StrictCharField):
     """A string element of a request list, at most MAX_STRING_LENGTH characters; the service
-    refuses null and blank elements (`... list contains null or empty element`)."""
+    refuses null and blank elements (`... list contains null or empty element`). The field
+    lets blanks through to the service (for that message), so drf-spectacular would offer the
+    blank string as an alternative; BLANK_REFUSED has `config.schema` take it out again."""
+
+
+# What Python's str.strip() removes (str.isspace), spelled out for any regex engine (ECMA's
+# `\s` is not Python's).
+PYTHON_BLANKS = ("\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029"
+                 "\\u202f\\u205f\\u3000")
+
+
+def not_blank_text(**kwargs: Any) -> StrictCharField:
+    """A text the service refuses when null or blank by Python's strip (an update's
+    `instanceId`: "Instance id is empty"); mark it `required_not_null` on the serializer."""
+    schema = {"type": "string", "pattern": not_blank_pattern(PYTHON_BLANKS), BLANK_REFUSED: True,
+              "description": "Not blank."}
+    return documented(StrictCharField, schema)(required=False, allow_null=True, **kwargs)
 
 
 def optional_string_list(*, limit_setting: str = "MAX_LIST_LENGTH",
@@ -237,6 +262,16 @@ def _blank_or(pattern: str) -> str:
     return rf"^\s*(?:{pattern})?\s*$"
 
 
+_ABSENT = {"type": "integer", "nullable": True, "enum": [None]}
+# `page` and `size` both given, or neither (absent or null): the service answers "If page
+# parameter is defined then size parameter cannot be undefined" and the converse otherwise.
+_PAGE_AND_SIZE_TOGETHER = [
+    {"title": "A page", "required": ["page", "size"],
+     "properties": {"page": {"type": "integer"}, "size": {"type": "integer"}}},
+    {"title": "The first page", "properties": {"page": _ABSENT, "size": _ABSENT}},
+]
+
+
 def pagination_schema(*, sort_fields: Sequence[str], default_sort_field: str,
                       default_direction: str) -> dict[str, Any]:
     """The paging object as `config.conventions.pagination.parse_pagination` accepts it for an
@@ -248,8 +283,10 @@ def pagination_schema(*, sort_fields: Sequence[str], default_sort_field: str,
     return {
         "type": "object",
         "nullable": True,
+        "anyOf": _PAGE_AND_SIZE_TOGETHER,
         "description": "Absent or null: the first page of MAX_PAGE_SIZE entries in the default "
-        "order. `page` and `size` come together (one without the other is a 400); "
+        "order. `page` and `size` come together (one without the other is a 400, hence "
+        "the `anyOf`); "
         "(page + 1) × size must stay below 2^62.",
         "properties": {
             "page": {"type": "integer", "minimum": 0, "nullable": True,

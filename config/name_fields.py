@@ -11,7 +11,7 @@ from rest_framework import serializers
 
 from config.conventions.names import MAX_NAME_LENGTH
 from config.conventions.versions import MAX_VERSION_LENGTH
-from config.fields import documented
+from config.fields import PYTHON_BLANKS, documented
 
 SYSTEM_NAME = "[A-Z][0-9A-Za-z]*"
 SERVICE_DEFINITION = "[a-z][0-9A-Za-z]*"
@@ -37,10 +37,10 @@ InstanceIdField = _name_field(f"{SYSTEM_NAME}\\|{SERVICE_DEFINITION}\\|{VERSION}
 
 
 # What the name normalizer reads as blanks (Java's trim) and as separators (Python's `\s`,
-# `_`, `-`), spelled out for any regex engine (ECMA's `\s` is not Python's).
-JAVA_BLANK = "[\\x00-\\x20]"
-SEPARATOR = ("[\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029"
-             "\\u202f\\u205f\\u3000_-]")
+# `_`, `-`), spelled out for any regex engine (ECMA's `\s` is not Python's). Java's trim also
+# removes NUL, but the input gate (config.input_safety) refuses NUL anywhere in a request.
+JAVA_BLANK = "[\\x01-\\x20]"
+SEPARATOR = f"[{PYTHON_BLANKS}_-]"
 _FIRST_LETTER = {"system": "[A-Z]", "serviceDefinition": "[a-z]"}
 
 
@@ -61,8 +61,64 @@ def accepted_name_pattern(kind: str, *, blank_allowed: bool) -> str:
     return f"^{JAVA_BLANK}*{name}{JAVA_BLANK}*$"
 
 
-# Request fields (wire names, SPEC §3-5) holding a system name or service definition, or a list
-# of them: (kind, whether a blank value is accepted as "not given").
+def _digits_within(groups: int, total: int) -> str:
+    """`groups` dot-separated ASCII numbers with at most `total` digits together."""
+    if groups == 1:
+        return f"[0-9]{{1,{total}}}"
+    return "(?:" + "|".join(f"[0-9]{{{first}}}\\.{_digits_within(groups - 1, total - first)}"
+                            for first in range(1, total - groups + 2)) + ")"
+
+
+def _version_core() -> str:
+    """What `config.conventions.versions.version` accepts between Java blanks: `X` and `X.Y`
+    (trailing dots dropped, as Java's split does), completed with `.0`, or `X.Y.Z`; at most
+    MAX_VERSION_LENGTH characters once completed."""
+    digits = MAX_VERSION_LENGTH - 2
+    return (f"(?:{_digits_within(1, digits - 2)}\\.*|{_digits_within(2, digits - 1)}\\.*"
+            f"|{_digits_within(3, digits)})")
+
+
+def accepted_version_pattern(*, blank_allowed: bool) -> str:
+    """The texts a request may give for a version; blank (where allowed) means 1.0.0."""
+    core = f"(?:{_version_core()})?" if blank_allowed else _version_core()
+    return f"^{JAVA_BLANK}*{core}{JAVA_BLANK}*$"
+
+
+# A UTC instant as `config.conventions.timestamps.parse_utc` reads it (`2025-11-08T12:00:00Z`,
+# fractions allowed): years 0001-9999, real days, except February 29, which the pattern
+# leaves out for every year (leap years are beyond a readable pattern), and digits other than
+# ASCII ones, which Python's `\\d` would take.
+_INSTANT = ("(?:[1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])-"
+            "(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])|(?:0[13-9]|1[0-2])-(?:29|30)"
+            "|(?:0[13578]|1[02])-31)"
+            "T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,9})?Z")
+
+
+def accepted_instant_pattern() -> str:
+    """A UTC instant with Python blanks around, or only blanks ("not given")."""
+    return f"^[{PYTHON_BLANKS}]*(?:{_INSTANT})?[{PYTHON_BLANKS}]*$"
+
+
+def _unanchored(pattern: str) -> str:
+    return pattern.removeprefix("^").removesuffix("$")
+
+
+def accepted_instance_id_core() -> str:
+    """What `config.conventions.instance_ids.instance_id` accepts, unanchored:
+    `<system>|<serviceDefinition>|<version>`, each part as its own field accepts it."""
+    return "\\|".join((_unanchored(accepted_name_pattern("system", blank_allowed=False)),
+                       _unanchored(accepted_name_pattern("serviceDefinition",
+                                                         blank_allowed=False)),
+                       f"{JAVA_BLANK}*{_version_core()}{JAVA_BLANK}*"))
+
+
+def accepted_instance_id_pattern() -> str:
+    return f"^{accepted_instance_id_core()}$"
+
+
+# Request fields (wire names, SPEC §3-5) holding a system name, service definition, version or
+# service instance id, or a list of them: (kind, whether a blank value is accepted as "not
+# given").
 REQUEST_NAMES: dict[str, tuple[str, bool]] = {
     "consumer": ("system", False),
     "consumerNames": ("system", False),
@@ -70,17 +126,66 @@ REQUEST_NAMES: dict[str, tuple[str, bool]] = {
     "systemName": ("system", False),
     "providerNames": ("system", False),
     "preferredProviders": ("system", False),
+    "targetSystemName": ("system", True),
     "serviceDefinition": ("serviceDefinition", True),
     "serviceDefinitions": ("serviceDefinition", False),
     "serviceDefinitionName": ("serviceDefinition", False),
     "serviceDefinitionNames": ("serviceDefinition", False),
+    "version": ("version", True),
+    "versions": ("version", False),
+    "serviceInstanceId": ("instanceId", False),
+    "serviceInstanceIds": ("instanceId", False),
+    "instanceIds": ("instanceId", False),
+    "alivesAt": ("instant", True),
+    "expiresAt": ("instant", True),
 }
-_NORMALIZED_TO = {"system": "PascalCase", "serviceDefinition": "camelCase"}
+_DESCRIPTIONS = {
+    "system": "Normalized to PascalCase (`NORMALIZATION_MODE`); at most 63 letters and digits.",
+    "serviceDefinition": "Normalized to camelCase (`NORMALIZATION_MODE`); at most 63 letters "
+                         "and digits.",
+    "version": "`X`, `X.Y` or `X.Y.Z` (completed with `.0`); blank: 1.0.0 where allowed.",
+    "instanceId": "`<system>|<serviceDefinition>|<version>`, each part as in its own field.",
+    "instant": "UTC, ISO 8601 with `Z` (`2025-11-08T12:00:00Z`, fractions allowed); blank: not "
+               "given.",
+}
+# Marks the string schema of one value of a query parameter listing instance ids (repeated
+# and/or comma-separated, blank pieces dropped: `store.apis.common.query_list`).
+INSTANCE_ID_LIST = "x-instance-id-list"
+
+
+def _request_pattern(kind: str, blank_allowed: bool) -> str:
+    if kind == "version":
+        return accepted_version_pattern(blank_allowed=blank_allowed)
+    if kind == "instanceId":
+        return accepted_instance_id_pattern()
+    if kind == "instant":
+        return accepted_instant_pattern()
+    return accepted_name_pattern(kind, blank_allowed=blank_allowed)
+
+
+def instance_id_list_pattern() -> str:
+    """One value of an instance id list parameter: comma-separated pieces, blank ones (by
+    Python's strip) dropped, at least one instance id. (That one id among all values would
+    do is beyond OpenAPI: a blank value next to good ones is outside the schema although the
+    service drops it.)"""
+    blank = f"[{PYTHON_BLANKS}]*"
+    an_id = accepted_instance_id_core()
+    return f"^(?:{blank},)*{an_id}(?:,(?:{blank}|{an_id}))*$"
+
+
+def _instance_id_lists(result: dict) -> None:
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", ()):
+                items = parameter.get("schema", {}).get("items", {})
+                if items.pop(INSTANCE_ID_LIST, False):
+                    items["pattern"] = instance_id_list_pattern()
 
 
 def postprocess_request_names(result: dict, generator, request, public) -> dict:
     """drf-spectacular hook: the request properties of `REQUEST_NAMES` (in the `...Request`
-    components) get the pattern of what the service accepts there."""
+    components) and the query parameters marked INSTANCE_ID_LIST get the pattern of what the
+    service accepts there."""
     for component, schema in result.get("components", {}).get("schemas", {}).items():
         if not component.endswith("Request"):
             continue
@@ -89,8 +194,8 @@ def postprocess_request_names(result: dict, generator, request, public) -> dict:
                 continue
             kind, blank_allowed = REQUEST_NAMES[prop]
             text = field["items"] if field.get("type") == "array" else field
-            text["pattern"] = accepted_name_pattern(kind, blank_allowed=blank_allowed)
-            text["description"] = " ".join(filter(None, [
-                text.get("description"), f"Normalized to {_NORMALIZED_TO[kind]} "
-                "(`NORMALIZATION_MODE`); at most 63 letters and digits."]))
+            text["pattern"] = _request_pattern(kind, blank_allowed)
+            text["description"] = " ".join(filter(None, [text.get("description"),
+                                                         _DESCRIPTIONS[kind]]))
+    _instance_id_lists(result)
     return result

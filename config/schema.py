@@ -82,6 +82,28 @@ def _require(schema: dict) -> None:
             prop["items"].pop("nullable", None)
 
 
+# Marks a string schema (given with `extend_schema_field`) whose blank value the service
+# refuses although the DRF field lets it through to the service for the reference's message.
+BLANK_REFUSED = "x-blank-refused"
+_BLANK = {"type": "string", "maxLength": 0}
+
+
+def _without_blank_alternative(node):
+    """`node` with drf-spectacular's blank alternative removed where the string schema is
+    marked BLANK_REFUSED: for a field that allows blanks and has a pattern it writes
+    `oneOf: [<schema>, {"type": "string", "maxLength": 0}]`, which would make `""` valid."""
+    if isinstance(node, list):
+        return [_without_blank_alternative(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    alternatives = node.get("oneOf")
+    if (isinstance(alternatives, list) and len(alternatives) == 2 and alternatives[1] == _BLANK
+            and isinstance(alternatives[0], dict) and alternatives[0].get(BLANK_REFUSED)):
+        node = {**alternatives[0], **{k: v for k, v in node.items() if k != "oneOf"}}
+    return {key: _without_blank_alternative(value) for key, value in node.items()
+            if key != BLANK_REFUSED}
+
+
 def _nullable(media: dict) -> None:
     schema = media.get("schema")
     if schema is not None:
@@ -93,7 +115,9 @@ def postprocess_bodies(result: dict, generator, request, public) -> dict:
     """drf-spectacular hook for what serializers cannot say about a whole body: a body marked
     with `null_body_is_absent()` also accepts `null` (OpenAPI 3.0 has no nullable reference,
     hence the `allOf` wrapper); one marked with `body_required()` is required. Request
-    components marked with `required_not_null()` get their required fields."""
+    components marked with `required_not_null()` get their required fields; strings marked
+    BLANK_REFUSED lose the blank alternative."""
+    result = _without_blank_alternative(result)
     for schema in result.get("components", {}).get("schemas", {}).values():
         _require(schema)
     for operations in result.get("paths", {}).values():

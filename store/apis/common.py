@@ -21,3 +21,4 @@ def query_list(request: Request, name: str) -> list[str]:
         raise InvalidParameter(f"{name}: Ensure this parameter has no more than "
                                f"{settings.MAX_BULK_SIZE} values.")
     return values
+

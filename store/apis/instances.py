@@ -8,6 +8,7 @@ from rest_framework.views import APIView
 from config.conventions.instance_ids import instance_id
 from config.conventions.pagination import parse_pagination
 from config.exceptions import InvalidParameter
+from config.name_fields import INSTANCE_ID_LIST
 from config.schema import body_required, error_responses, null_body_is_absent
 from store.apis.common import query_list, validated
 from store.selectors.instances import (
@@ -107,9 +108,11 @@ class InstanceRemoveApi(APIView):
 
     @extend_schema(operation_id="serviceInstanceRemove", tags=TAG, request=None,
                    parameters=[OpenApiParameter(
-                       "ids", str, many=True, required=True,
+                       "ids", {"type": "array",
+                               "items": {"type": "string", INSTANCE_ID_LIST: True}},
+                       required=True,
                        description="Instance ids; repeat the parameter or separate them with "
-                       "commas.")],
+                       "commas (blank pieces are dropped; at least one must remain).")],
                    responses={200: None, **error_responses(403, 423)})
     def delete(self, request: Request) -> Response:
         values = query_list(request, "ids")

@@ -9,6 +9,7 @@ from config.fields import (
     RequirementListField,
     StrictCharField,
     bulk_list,
+    not_blank_text,
     optional_string_list,
     pagination_field,
 )
@@ -63,7 +64,8 @@ def _interface_list() -> BoundedListField:
                             allow_null=True)
 
 
-@extend_schema_serializer(extensions=required_not_null("systemName", "serviceDefinitionName"))
+@extend_schema_serializer(extensions=required_not_null("systemName", "serviceDefinitionName",
+                                                      "interfaces"))
 class InstanceInputSerializer(serializers.Serializer):
     systemName = StrictCharField(required=False, allow_null=True)
     serviceDefinitionName = StrictCharField(required=False, allow_null=True)
@@ -78,9 +80,9 @@ class InstanceCreateSerializer(serializers.Serializer):
     instances = bulk_list(InstanceInputSerializer(allow_null=True))
 
 
-@extend_schema_serializer(extensions=required_not_null("instanceId"))
+@extend_schema_serializer(extensions=required_not_null("instanceId", "interfaces"))
 class InstanceUpdateInputSerializer(serializers.Serializer):
-    instanceId = StrictCharField(required=False, allow_null=True)
+    instanceId = not_blank_text()
     expiresAt = StrictCharField(required=False, allow_null=True)
     metadata = BoundedJSONField(required=False, allow_null=True)
     interfaces = _interface_list()
