@@ -180,6 +180,9 @@ class RuleDeadlockTests:
         assert loser.message.startswith("There is already an existing entity with consumer "
                                         "name: Consumer1, service definition: svc, priority:")
         assert Rule.objects.count() == len(rules)
-        retried = "retrying: deadlock detected" in caplog.text
-        assert retried == (locks == "retry alone"), caplog.text
+        if locks == "rule set locks":  # the order did it, not the retry
+            assert "retrying" not in caplog.text, caplog.text
+        # Without the locks the two INSERTs deadlock when they overlap (then the retry gives
+        # the same answer, as asserted above); on a loaded machine they may not overlap, so
+        # whether a retry happened is not asserted (tests/config/test_transaction_retry.py).
 
