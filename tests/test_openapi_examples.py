@@ -11,11 +11,11 @@ from django.utils import timezone
 from store.apis.rules import SWAPPED_RULES
 from store.models import Rule
 from tests.helpers import SYSOP
+from tests.orchestration.helpers import PULL
 from tests.store.helpers import CREATE, I_CREATE, I_QUERY, I_UPDATE, MODIFY, QUERY
 from tests.subscriptions.helpers import SUBSCRIBE
 
 SCHEMA = "/api/schema/?format=json"
-PULL = "/serviceorchestration/orchestration/pull"
 QUERIES = (QUERY, I_QUERY)
 
 

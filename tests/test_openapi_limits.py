@@ -1,10 +1,10 @@
 """The request limits (docs/limits.md) are in the OpenAPI schema, also where a field's schema is
 given whole (`config.fields.documented`), and every operation that reads a body documents the
 413 of the body limit (docs/openapi.md)."""
+from tests.orchestration.helpers import PULL
 from tests.store.helpers import CREATE, I_CREATE, I_QUERY, MODIFY, QUERY
 
 SCHEMA = "/api/schema/?format=json"
-PULL = "/serviceorchestration/orchestration/pull"
 
 
 def _schema(api) -> dict:

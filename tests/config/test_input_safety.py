@@ -14,8 +14,8 @@ from config.renderers import JSONRenderer
 from store.models import Rule, ServiceInstance
 from tests.helpers import SYSOP, as_system, assert_error, with_token
 from tests.store.helpers import I_REMOVE, REMOVE
+from tests.subscriptions.helpers import UNSUBSCRIBE
 
-UNSUBSCRIBE = "/serviceorchestration/orchestration/unsubscribe"
 VERIFY = "/serviceorchestration/authorization-token/verify"
 NUL = "NUL characters (U+0000) are not allowed."
 SURROGATE = "Unpaired surrogates (U+D800 to U+DFFF) are not allowed."

@@ -5,12 +5,12 @@ import socket
 
 import pytest
 
+from tests.orchestration.helpers import PULL
 from tests.web_server import gunicorn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ECHO = "/serviceorchestration/monitor/echo"
-PULL = "/serviceorchestration/orchestration/pull"
 
 
 @pytest.fixture(scope="module")

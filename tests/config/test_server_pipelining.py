@@ -10,12 +10,12 @@ import time
 
 import pytest
 
+from tests.orchestration.helpers import PULL
 from tests.web_server import gunicorn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ECHO = "/serviceorchestration/monitor/echo"
-PULL = "/serviceorchestration/orchestration/pull"
 HEADER_TIMEOUT = 3
 # Longest the test waits for an answer; far above the timeouts, so reaching it means "never".
 PATIENCE = 20.0

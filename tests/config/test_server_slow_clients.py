@@ -14,12 +14,12 @@ from contextlib import contextmanager
 import pytest
 from django.core.management import call_command
 
+from tests.orchestration.helpers import PULL
 from tests.web_server import gunicorn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ECHO = "/serviceorchestration/monitor/echo"
-PULL = "/serviceorchestration/orchestration/pull"
 HEADER_TIMEOUT = 3
 BODY_TIMEOUT = 3
 SLOW_CLIENTS = 8

@@ -6,6 +6,7 @@ from orchestration.models import AuthorizationToken, OrchestrationJob
 from tests.helpers import SYSOP
 from tests.orchestration.helpers import pull
 from tests.store.helpers import http_interface, instance_body, make_instances, make_rules
+from tests.subscriptions.helpers import SUBSCRIBE
 
 pytestmark = pytest.mark.django_db
 
@@ -51,7 +52,6 @@ class PullOperationLimitTests:
 
 LIMITS = {"MAX_LIST_LENGTH": 4, "MAX_STRING_LENGTH": 40, "MAX_JSON_DEPTH": 3,
           "MAX_BULK_SIZE": 5, "MAX_PULL_OPERATIONS": 2}
-SUBSCRIBE = "/serviceorchestration/orchestration/subscribe"
 RULES = "/serviceorchestration/orchestration/mgmt/simple-store"
 INSTANCES = "/serviceorchestration/orchestration/mgmt/service-instances"
 EXISTING = "Existing|meter|1.0.0"
