@@ -4,14 +4,17 @@ from django.db import models
 
 
 class OrchestrationJob(models.Model):
-    """History: one row per orchestration (a pull, or a push of a subscription), written once
-    when it has finished."""
+    """History: one row per orchestration (a pull, or a push of a subscription). Pulls and
+    automatic pushes are written once, when they have finished; a push triggered through push
+    management is written PENDING when queued and moves through IN_PROGRESS to DONE or ERROR."""
 
     class Type(models.TextChoices):
         PULL = "PULL"
         PUSH = "PUSH"
 
     class Status(models.TextChoices):
+        PENDING = "PENDING"
+        IN_PROGRESS = "IN_PROGRESS"
         DONE = "DONE"
         ERROR = "ERROR"
 
@@ -25,8 +28,8 @@ class OrchestrationJob(models.Model):
     result_count = models.PositiveIntegerField(default=0)
     message = models.TextField(blank=True)
     created_at = models.DateTimeField()
-    started_at = models.DateTimeField()
-    finished_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [
