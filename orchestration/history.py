@@ -97,7 +97,12 @@ def _filtered(filters: JobFilters) -> QuerySet[OrchestrationJob]:
 
 
 def job_list(*, filters: JobFilters, page: PageRequest) -> tuple[list[OrchestrationJob], int]:
-    """One page of matching jobs and the total number of matches (two queries)."""
+    """One page of matching jobs and the total number of matches. The count is a second
+    query (an index-only scan for most filters), left out when the page itself shows the
+    total: a short page, or an empty first one."""
     jobs = _filtered(filters)
     ordered = order(jobs, page, columns=SORT_COLUMNS, tie_breaker="id")
-    return list(ordered[page.offset:page.offset + page.size]), jobs.count()
+    rows = list(ordered[page.offset:page.offset + page.size])
+    if len(rows) < page.size and (rows or page.offset == 0):
+        return rows, page.offset + len(rows)
+    return rows, jobs.count()
