@@ -3,8 +3,8 @@ from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
 from config.conventions import names
-from store.admin_filters import NameInputFilter
 from orchestration.models import AuthorizationToken, OrchestrationJob, OrchestrationLock
+from store.admin_filters import NameInputFilter
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -28,7 +28,7 @@ class SystemFilter(NameInputFilter):
         value = self.value()
         if not value:
             return queryset
-        name = names.normalize_system_name(value) or value
+        name = type(self).normalize(value) or value
         return queryset.filter(Q(requester=name) | Q(target=name))
 
 
