@@ -61,4 +61,5 @@ clean:
 # Benchmarks print their figures; see bench/.
 bench: $(VENV)/.installed
 	$(PY) bench/rules_at_scale.py
+	$(PY) bench/history_query.py
 	$(PY) bench/http_throughput.py --slow 8

@@ -241,6 +241,19 @@ if QOS_ENABLED:  # the probe connects to provider addresses: only when QoS is sw
         "schedule": float(QOS_PROBE_INTERVAL_SECONDS),
     }
 
+# --- History ---------------------------------------------------------------------------------
+# DONE and ERROR jobs finished longer ago than this are deleted by beat, in batches
+# (docs/history.md); 0 keeps them forever.
+HISTORY_MAX_AGE_DAYS = env.int("HISTORY_MAX_AGE_DAYS", default=15)
+if HISTORY_MAX_AGE_DAYS < 0:
+    raise ImproperlyConfigured(
+        f"HISTORY_MAX_AGE_DAYS must be 0 (keep forever) or a number of days, got "
+        f"{HISTORY_MAX_AGE_DAYS}")
+CELERY_BEAT_SCHEDULE["remove-old-jobs"] = {
+    "task": "orchestration.remove_old_jobs",
+    "schedule": 300.0,
+}
+
 # --- MQTT (notification delivery) ----------------------------------------------------------
 MQTT_BROKER_URL = env.str("MQTT_BROKER_URL", default="mqtt://127.0.0.1:1883")
 

@@ -1,7 +1,10 @@
 from django.contrib import admin
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
+from config.conventions import names
 from orchestration.models import AuthorizationToken, OrchestrationJob, OrchestrationLock
+from store.admin_filters import NameInputFilter
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -14,12 +17,41 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+class SystemFilter(NameInputFilter):
+    """Jobs a system requested or was the target of (an exact, normalized name: served by
+    the requester and target indexes)."""
+
+    title, parameter_name = "system", "system"
+    normalize = staticmethod(names.normalize_system_name)
+
+    def queryset(self, request, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        if not value:
+            return queryset
+        name = type(self).normalize(value) or value
+        return queryset.filter(Q(requester=name) | Q(target=name))
+
+
+class RequesterFilter(NameInputFilter):
+    title, parameter_name, field = "requester", "requester", "requester"
+    normalize = staticmethod(names.normalize_system_name)
+
+
+class TargetFilter(NameInputFilter):
+    title, parameter_name, field = "target", "target", "target"
+    normalize = staticmethod(names.normalize_system_name)
+
+
 @admin.register(OrchestrationJob)
 class OrchestrationJobAdmin(ReadOnlyAdmin):
-    list_display = ("created_at", "type", "status", "requester", "service_definition",
-                    "result_count", "message")
-    list_filter = ("type", "status")
-    search_fields = ("requester", "service_definition")
+    """The history, newest first (docs/history.md)."""
+
+    list_display = ("created_at", "type", "status", "requester", "target",
+                    "service_definition", "subscription_id", "result_count", "finished_at",
+                    "message")
+    list_filter = ("status", "type", SystemFilter, RequesterFilter, TargetFilter)
+    search_fields = ("requester", "target", "service_definition", "subscription_id")
+    ordering = ("-created_at", "-id")
     date_hierarchy = "created_at"
     show_full_result_count = False
 

@@ -32,10 +32,23 @@ class OrchestrationJob(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        # The history query's filters, each in the default order (newest first, ties by id),
+        # so that a page is read straight from an index and a count is an index-only scan;
+        # chosen by measurement over a million jobs (bench/history_query.py,
+        # docs/performance.md). finished_at also serves the retention task.
         indexes = [
-            models.Index(fields=["created_at"], name="job_created_at"),
-            models.Index(fields=["requester", "created_at"], name="job_requester"),
-            models.Index(fields=["service_definition"], name="job_service_definition"),
+            models.Index(fields=["created_at", "id"], name="job_created_at"),
+            models.Index(fields=["status", "created_at", "id"], name="job_status"),
+            models.Index(fields=["type", "status"], name="job_type_status"),
+            models.Index(fields=["requester", "created_at", "id"], name="job_requester"),
+            models.Index(fields=["target", "created_at", "id"], name="job_target"),
+            models.Index(fields=["service_definition", "created_at", "id"],
+                         name="job_service_definition"),
+            models.Index(fields=["subscription_id", "created_at", "id"],
+                         name="job_subscription",
+                         condition=models.Q(subscription_id__isnull=False)),
+            models.Index(fields=["started_at", "id"], name="job_started_at"),
+            models.Index(fields=["finished_at", "id"], name="job_finished_at"),
         ]
 
     def __str__(self) -> str:

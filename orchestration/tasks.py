@@ -23,3 +23,12 @@ def remove_expired_locks_and_tokens_task() -> dict[str, int]:
 
     now = timezone.now()
     return {"locks": locks_remove_expired(now=now), "tokens": tokens_remove_expired(now=now)}
+
+
+@shared_task(name="orchestration.remove_old_jobs")
+def remove_old_jobs_task() -> int:
+    """Periodic (Celery beat, every 5 minutes): history retention, HISTORY_MAX_AGE_DAYS.
+    Returns how many jobs were deleted."""
+    from orchestration.retention import jobs_remove_old
+
+    return jobs_remove_old()

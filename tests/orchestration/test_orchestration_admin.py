@@ -25,3 +25,42 @@ class OrchestrationAdminTests:
         token_page = admin_client.get(f"/admin/orchestration/authorizationtoken/"
                                       f"{page.context['cl'].result_list[0].pk}/change/")
         assert b"token_hash" not in token_page.content
+
+
+JOBS = "/admin/orchestration/orchestrationjob/"
+
+
+def listed_jobs(response) -> list[str]:
+    assert response.status_code == 200
+    return [str(job.pk) for job in response.context["cl"].result_list]
+
+
+class OrchestrationJobAdminTests:
+    @pytest.fixture
+    def jobs(self):
+        from orchestration.models import OrchestrationJob
+        from tests.orchestration.history_helpers import make_job, make_push_job
+
+        return [make_job(minute=0),
+                make_job(minute=1, status=OrchestrationJob.Status.ERROR, requester="Consumer2",
+                         target="Consumer2"),
+                make_push_job(minute=2, requester="Owner1", target="Consumer2")]
+
+    def test_it_lists_the_history_newest_first(self, admin_client, jobs):
+        assert listed_jobs(admin_client.get(JOBS)) == [str(job.pk) for job in reversed(jobs)]
+
+    def test_it_filters_by_status_type_and_system(self, admin_client, jobs):
+        pull, error, push = (str(job.pk) for job in jobs)
+        assert listed_jobs(admin_client.get(JOBS, {"status__exact": "ERROR"})) == [error]
+        assert listed_jobs(admin_client.get(JOBS, {"type__exact": "PUSH"})) == [push]
+        assert listed_jobs(admin_client.get(JOBS, {"system": "consumer-2"})) == [push, error]
+        assert listed_jobs(admin_client.get(JOBS, {"system": "owner1"})) == [push]
+        assert listed_jobs(admin_client.get(JOBS, {"requester": "Consumer2"})) == [error]
+        assert listed_jobs(admin_client.get(JOBS, {"target": "consumer2"})) == [push, error]
+        both = {"target": "Consumer2", "type__exact": "PULL"}
+        assert listed_jobs(admin_client.get(JOBS, both)) == [error]
+
+    def test_it_searches_subscription_ids(self, admin_client, jobs):
+        push = jobs[2]
+        response = admin_client.get(JOBS, {"q": str(push.subscription_id)})
+        assert listed_jobs(response) == [str(push.pk)]

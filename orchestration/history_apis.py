@@ -1,0 +1,44 @@
+"""History management API (reference-simple §6.12): the query of orchestration jobs."""
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.conventions.pagination import parse_pagination
+from config.schema import error_responses, null_body_is_absent
+from orchestration.history import (
+    DEFAULT_DIRECTION,
+    DEFAULT_SORT_FIELD,
+    SORT_COLUMNS,
+    job_filters_parse,
+    job_list,
+)
+from orchestration.history_serializers import JobListSerializer, JobQuerySerializer
+from store.apis.common import validated
+
+HISTORY_QUERY_EXAMPLE = OpenApiExample("A consumer's failed pulls, newest first",
+                                       request_only=True, value={
+    "statuses": ["ERROR"], "type": "PULL", "requesterSystems": ["TemperatureConsumer"],
+    "pagination": {"page": 0, "size": 20, "direction": "DESC", "sortField": "createdAt"}})
+
+
+class HistoryQueryApi(APIView):
+    management_permission = "orchestration.view_orchestrationjob"
+
+    @extend_schema(operation_id="historyQuery", tags=["History management"],
+                   request=JobQuerySerializer, examples=[HISTORY_QUERY_EXAMPLE],
+                   responses={200: JobListSerializer, **error_responses(403, body=True)},
+                   extensions=null_body_is_absent())
+    def post(self, request: Request) -> Response:
+        data = validated(JobQuerySerializer, request.data)
+        page = parse_pagination(data.get("pagination"), sort_fields=list(SORT_COLUMNS),
+                                default_sort_field=DEFAULT_SORT_FIELD,
+                                default_direction=DEFAULT_DIRECTION)
+        filters = job_filters_parse(
+            ids=data.get("ids"), statuses=data.get("statuses"), type=data.get("type"),
+            requester_systems=data.get("requesterSystems"),
+            target_systems=data.get("targetSystems"),
+            service_definitions=data.get("serviceDefinitions"),
+            subscription_ids=data.get("subscriptionIds"))
+        jobs, count = job_list(filters=filters, page=page)
+        return Response(JobListSerializer({"entries": jobs, "count": count}).data)
