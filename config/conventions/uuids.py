@@ -29,3 +29,14 @@ def require_uuid(value: object) -> uuid.UUID:
         shown = java_trim(value) if isinstance(value, str) else value
         raise InvalidParameter(f"Invalid UUID: {shown}")
     return parsed
+
+
+def require_uuid_element(value: object) -> uuid.UUID:
+    """An element of a list of ids with the messages of the reference's history query: null or
+    blank → `UUID is missing`, anything but a canonical UUID → `Invalid UUID id`."""
+    if value is None or (isinstance(value, str) and not java_trim(value)):
+        raise InvalidParameter("UUID is missing")
+    parsed = parse_uuid(value)
+    if parsed is None:
+        raise InvalidParameter("Invalid UUID id")
+    return parsed
