@@ -1,4 +1,4 @@
-from drf_spectacular.utils import extend_schema_serializer
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from config.fields import (
@@ -65,6 +65,11 @@ class NotifyInterfaceResponseSerializer(serializers.Serializer):
                                        help_text="Keys in lower case.")
 
 
+@extend_schema_field(OrchestrationRequestSerializer)
+class StoredRequestField(serializers.JSONField):
+    """The orchestration request as it was subscribed (its members as sent)."""
+
+
 class OrchestrationSubscriptionResponseSerializer(serializers.Serializer):
     """A subscription as push management and the consumer's query show it (the reference's
     `OrchestrationSubscriptionResponseDTO`)."""
@@ -72,8 +77,7 @@ class OrchestrationSubscriptionResponseSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     ownerSystemName = SystemNameField(source="owner")
     targetSystemName = SystemNameField(source="target")
-    orchestrationRequest = OrchestrationRequestSerializer(
-        source="orchestration_request", help_text="The request as it was subscribed.")
+    orchestrationRequest = StoredRequestField(source="orchestration_request")
     notifyInterface = NotifyInterfaceResponseSerializer(source="*")
     expiredAt = serializers.DateTimeField(source="expires_at", required=False,
                                           help_text="Absent: until unsubscribed.")
