@@ -109,6 +109,10 @@ class PushSubscribeApiTests:
         response = api.post(PUSH_SUBSCRIBE, body, format="json", **SYSOP)
         refused(response, "Request payload is missing")
 
+    def test_it_refuses_a_null_body(self, api):
+        response = api.post(PUSH_SUBSCRIBE, "null", content_type="application/json", **SYSOP)
+        refused(response, "Request payload is missing")
+
     def test_it_checks_each_element_like_subscribe(self, api):
         refused(push_subscribe(api, push_element(notify={"properties": {"topic": "t"}})),
                 "Notify protocol is missing")
