@@ -346,3 +346,20 @@ CELERY_BEAT_SCHEDULE["sweep-notifications"] = {
     "schedule": float(NOTIFICATION_SWEEP_INTERVAL_SECONDS),
 }
 # --- end of Notifications -------------------------------------------------------------------
+
+# --- Push management ---------------------------------------------------------------------------
+# A job queued by push management's trigger that has been PENDING (its task lost: broker down,
+# worker died) or IN_PROGRESS (its worker stopped) this long is stale: trigger does not reuse
+# it, the sweep enqueues a PENDING one again and gives an IN_PROGRESS one up (ERROR).
+PUSH_JOB_STALE_SECONDS = env_positive_int("PUSH_JOB_STALE_SECONDS", 60)
+# A job no worker has started after this long is given up (ERROR).
+PUSH_JOB_TIMEOUT_SECONDS = env_positive_int("PUSH_JOB_TIMEOUT_SECONDS", 600)
+PUSH_JOB_SWEEP_INTERVAL_SECONDS = env_positive_int("PUSH_JOB_SWEEP_INTERVAL_SECONDS", 30)
+if PUSH_JOB_TIMEOUT_SECONDS <= PUSH_JOB_STALE_SECONDS:
+    raise ImproperlyConfigured("PUSH_JOB_TIMEOUT_SECONDS must be greater than "
+                               "PUSH_JOB_STALE_SECONDS")
+CELERY_BEAT_SCHEDULE["sweep-push-jobs"] = {
+    "task": "subscriptions.sweep_push_jobs",
+    "schedule": float(PUSH_JOB_SWEEP_INTERVAL_SECONDS),
+}
+# --- end of Push management --------------------------------------------------------------------

@@ -4,7 +4,7 @@ from django.http import HttpRequest
 from django.utils.text import Truncator
 
 from notifications.models import NotificationDelivery, NotificationDestination
-from notifications.services import deliveries_retry
+from notifications.services import deliveries_retry, is_http
 
 
 @admin.register(NotificationDelivery)
@@ -12,10 +12,10 @@ class NotificationDeliveryAdmin(admin.ModelAdmin):
     """The outbox and its attempts. Written by the delivery machinery only; operators look,
     retry, and may delete old rows."""
 
-    list_display = ("created_at", "subscription_id", "protocol", "destination", "status",
-                    "attempts", "last_error_short", "next_attempt_at", "delivered_at")
+    list_display = ("created_at", "receiver", "protocol", "sent_to", "status", "attempts",
+                    "last_error_short", "next_attempt_at", "delivered_at", "subscription_id")
     list_filter = ("status", "protocol")
-    search_fields = ("subscription_id",)
+    search_fields = ("receiver", "subscription_id")
     date_hierarchy = "created_at"
     show_full_result_count = False
     actions = ("retry_now",)
@@ -25,6 +25,13 @@ class NotificationDeliveryAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
+
+    @admin.display(description="topic or destination")
+    def sent_to(self, obj: NotificationDelivery) -> str:
+        """MQTT: the topic; HTTP(S): host:port and path."""
+        if not is_http(obj.protocol):
+            return obj.properties.get("topic", "")
+        return f"{obj.destination}{obj.properties.get('path', '')}"
 
     @admin.display(description="last error")
     def last_error_short(self, obj: NotificationDelivery) -> str:

@@ -26,6 +26,10 @@ class NotificationDelivery(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     subscription_id = models.UUIDField(db_index=True)
+    receiver = models.CharField(
+        max_length=63, blank=True, default="", db_index=True,
+        help_text="The consumer the notification is for (given by the caller; empty on rows "
+                  "written before it was recorded).")
     protocol = models.CharField(max_length=8, choices=Protocol.choices)
     properties = models.JSONField(
         default=dict,
@@ -65,7 +69,7 @@ class NotificationDelivery(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.protocol} {self.subscription_id} {self.status}"
+        return f"{self.protocol} {self.receiver or self.subscription_id} {self.status}"
 
 
 class NotificationDestination(models.Model):

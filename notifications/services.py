@@ -39,13 +39,15 @@ SWEEP_BATCH = 1000
 
 @transaction.atomic
 def delivery_create(*, subscription_id: uuid.UUID, protocol: str, properties: dict[str, Any],
-                    payload: Any, expires_at: datetime | None) -> NotificationDelivery:
+                    payload: Any, expires_at: datetime | None,
+                    receiver: str = "") -> NotificationDelivery:
     """Queue `payload` for the subscriber. Call it inside the transaction of the change that
     caused it: the row commits (or rolls back) with that change, and the send task is only
     enqueued after the commit, so a worker never looks for a row that is not there yet.
 
     Older PENDING deliveries of the subscription are cancelled: a subscriber wants the
-    newest result, and rapid changes then cost one push."""
+    newest result, and rapid changes then cost one push. `receiver` names the consumer the
+    notification is for, for people reading the outbox."""
     protocol = protocol.upper()
     if protocol not in NotificationDelivery.Protocol.values:
         raise ValueError(f"Unsupported notify protocol: {protocol}")
@@ -54,6 +56,7 @@ def delivery_create(*, subscription_id: uuid.UUID, protocol: str, properties: di
     _supersede_pending(subscription_id=subscription_id, now=now)
     delivery = NotificationDelivery.objects.create(
         subscription_id=subscription_id,
+        receiver=receiver,
         protocol=protocol,
         properties=properties,
         destination=transports.http_destination(protocol, properties),

@@ -271,7 +271,9 @@ def orchestration_pull(*, requester: str, request: OrchestrationRequest) -> Orch
 def orchestrate_recorded(job: OrchestrationJob, request: OrchestrationRequest,
                          ) -> OrchestrationResult:
     """Orchestrate for `job.target` and record the job once it has ended: DONE with the
-    result count, or ERROR for an unexpected failure (a refused request is not recorded)."""
+    result count, or ERROR for an unexpected failure (a refused request is not recorded).
+    `job` is new (inserted) or a queued job's row, IN_PROGRESS since `job.started_at`
+    (updated)."""
     try:
         result = orchestrate(consumer=job.target, request=request, now=job.started_at)
     except ArrowheadError:
@@ -285,6 +287,13 @@ def orchestrate_recorded(job: OrchestrationJob, request: OrchestrationRequest,
 
 
 def _record(job: OrchestrationJob, status: str, count: int, message: str) -> None:
+    """Write the ended job: a new row (a pull, an automatic push), or the update of a queued
+    job's row (push management's trigger), which only an IN_PROGRESS job takes: one the stale
+    job sweep gave up on meanwhile keeps its ERROR."""
     job.status, job.result_count, job.message = status, count, message
     job.finished_at = timezone.now()
-    job.save(force_insert=True)
+    if job._state.adding:
+        job.save(force_insert=True)
+        return
+    OrchestrationJob.objects.filter(pk=job.pk, status=OrchestrationJob.Status.IN_PROGRESS).update(
+        status=status, result_count=count, message=message, finished_at=job.finished_at)

@@ -8,10 +8,10 @@ from subscriptions.services import subscription_evaluate
 
 @admin.register(Subscription)
 class SubscriptionAdmin(admin.ModelAdmin):
-    list_display = ("id", "owner", "service_definition", "notify_protocol", "expires_at",
-                    "last_pushed_at", "needs_evaluation")
+    list_display = ("id", "owner", "target", "service_definition", "notify_protocol",
+                    "expires_at", "last_pushed_at", "needs_evaluation")
     list_filter = ("notify_protocol", "needs_evaluation")
-    search_fields = ("id", "owner", "service_definition")
+    search_fields = ("id", "owner", "target", "service_definition")
     readonly_fields = [f.name for f in Subscription._meta.fields]
     actions = ["push_now"]
 

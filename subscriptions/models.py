@@ -5,8 +5,9 @@ from django.db import models
 
 class Subscription(models.Model):
     """A standing pull: its result is pushed to the notify interface whenever it changes.
-    The same owner and service definition identify one subscription (`identity_key`, unique):
-    subscribing again overwrites it in place and keeps its id."""
+    The same owner, target and service definition identify one subscription (`identity_key`,
+    unique): subscribing again overwrites it in place and keeps its id. A consumer's own
+    subscriptions have owner = target; push management subscribes for any target."""
 
     class Protocol(models.TextChoices):
         HTTP = "HTTP"
@@ -18,7 +19,7 @@ class Subscription(models.Model):
     owner = models.CharField(max_length=63)
     target = models.CharField(max_length=63, help_text="The consumer orchestrated for.")
     service_definition = models.CharField(max_length=63, null=True, blank=True)
-    identity_key = models.CharField(max_length=130, unique=True, editable=False)
+    identity_key = models.CharField(max_length=192, unique=True, editable=False)
     orchestration_request = models.JSONField(default=dict)
     notify_protocol = models.CharField(max_length=8, choices=Protocol.choices)
     notify_properties = models.JSONField(default=dict)
@@ -35,14 +36,17 @@ class Subscription(models.Model):
     class Meta:
         indexes = [
             models.Index(fields=["target"], name="subscription_target"),
+            models.Index(fields=["owner"], name="subscription_owner"),
+            models.Index(fields=["created_at"], name="subscription_created_at"),
             models.Index(fields=["expires_at"], name="subscription_expires_at"),
             models.Index(fields=["needs_evaluation"], name="subscription_needs_evaluation",
                          condition=models.Q(needs_evaluation=True)),
         ]
 
     def __str__(self) -> str:
-        return f"{self.owner} {self.service_definition or '*'} → {self.notify_protocol}"
+        return (f"{self.owner}→{self.target} {self.service_definition or '*'} → "
+                f"{self.notify_protocol}")
 
 
-def identity_key(owner: str, service_definition: str | None) -> str:
-    return f"{owner}|{service_definition or ''}"
+def identity_key(owner: str, target: str, service_definition: str | None) -> str:
+    return f"{owner}|{target}|{service_definition or ''}"

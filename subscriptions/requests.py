@@ -1,4 +1,6 @@
-"""Validation of a subscribe request (SPEC §5 subscribe, reference-simple §6.2)."""
+"""Validation of a subscribe request (SPEC §5 subscribe, reference-simple §6.2), and of push
+management's list of them (reference-simple §6.8)."""
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +24,11 @@ class SubscribeRequest:
     protocol: str
     properties: dict[str, Any]
     duration: int | None
+    target: str                # the consumer orchestrated for (normalized)
+
+    @property
+    def service_definition(self) -> str | None:
+        return self.request.requirement.service_definition
 
 
 def _properties(raw: dict | None) -> dict[str, Any]:
@@ -70,8 +77,24 @@ def _mqtt(properties: dict) -> dict:
     return {**properties, "topic": notify_targets.mqtt_topic(topic)}
 
 
-def parse_subscribe_request(data: dict, *, requester: str) -> SubscribeRequest:
-    """`data` is the validated body of SubscribeSerializer."""
+def _target(value: str | None, *, requester: str, explicit: bool) -> str:
+    """The consumer subscribed for. A consumer subscribes for itself (`targetSystemName`
+    absent, blank or the requester); push management names any system (`explicit`)."""
+    blank = value is None or not value.strip()
+    if explicit:
+        if blank:
+            raise InvalidParameter("Target system name is missing")
+        return names.system_name(value)
+    if not blank and names.system_name(value) != requester:
+        raise InvalidParameter("Target system cannot be different than the requester system")
+    return requester
+
+
+def parse_subscribe_request(data: dict, *, requester: str,
+                            explicit_target: bool = False) -> SubscribeRequest:
+    """`data` is the validated body of SubscribeSerializer. With `explicit_target` (push
+    management) `targetSystemName` is required and may be any system; otherwise it must be
+    the requester (or absent)."""
     interface = data.get("notifyInterface") or {}
     protocol = (interface.get("protocol") or "").strip().upper()
     if not protocol:
@@ -80,13 +103,33 @@ def parse_subscribe_request(data: dict, *, requester: str) -> SubscribeRequest:
     duration = data.get("duration")
     if duration is not None and duration < 1:
         raise InvalidParameter("Subscription duration must be greater than 0")
-    target = data.get("targetSystemName")
-    if target is not None and target.strip() and names.system_name(target) != requester:
-        raise InvalidParameter("Target system cannot be different than the requester system")
+    target = _target(data.get("targetSystemName"), requester=requester,
+                     explicit=explicit_target)
     raw_request = data.get("orchestrationRequest") or {}
     request = parse_orchestration_request(raw_request)
     qos_max_latency(request)
     if protocol not in PROTOCOLS:
         raise InvalidParameter(f"Unsupported notify protocol: {protocol}")
     properties = _http(properties) if protocol.startswith("HTTP") else _mqtt(properties)
-    return SubscribeRequest(raw_request, request, protocol, properties, duration)
+    return SubscribeRequest(raw_request, request, protocol, properties, duration, target)
+
+
+def parse_subscribe_list(items: Sequence[dict | None] | None, *,
+                         requester: str) -> list[SubscribeRequest]:
+    """Push management's subscribe body (`subscriptions`): every element checked in order,
+    then no two for the same target and service definition. At most MAX_BULK_SIZE."""
+    if not items or any(item is None for item in items):
+        raise InvalidParameter("Request payload is missing")
+    limit = settings.MAX_BULK_SIZE
+    if len(items) > limit:
+        raise InvalidParameter(f"Too many entries: at most {limit} may be created in one request")
+    parsed = [parse_subscribe_request(item, requester=requester, explicit_target=True)
+              for item in items]
+    seen = set()
+    for subscribe in parsed:
+        pair = (subscribe.target, subscribe.service_definition)
+        if pair in seen:
+            raise InvalidParameter(f"Duplicated subscription request for system {pair[0]} "
+                                   f"and service definition {pair[1] or 'null'}")
+        seen.add(pair)
+    return parsed

@@ -12,6 +12,8 @@ import hashlib
 import json
 import logging
 import uuid
+from collections import Counter
+from collections.abc import Sequence
 
 from django.conf import settings
 from django.db import transaction
@@ -56,50 +58,64 @@ def _apply(subscription: Subscription, subscribe: SubscribeRequest, now: dt.date
     subscription.updated_at = now
 
 
-def _ensure_room_for_one_more(owner: str) -> None:
-    """Each subscription of a system is re-evaluated on every change of its rules or
-    instances, so their number is bounded (docs/limits.md). Concurrent subscribes of one
-    system may overshoot by their number; the bound is on work, not an exact quota."""
+def _ensure_room(new_by_target: Counter[str]) -> None:
+    """Each subscription for a consumer (whoever owns it) is re-evaluated on every change of
+    the consumer's rules or instances, so their number per target is bounded
+    (docs/limits.md). Concurrent subscribes for one target may overshoot by their number; the
+    bound is on work, not an exact quota."""
     limit = settings.MAX_SUBSCRIPTIONS_PER_SYSTEM
-    # A system's subscriptions target itself; `target` is the indexed column.
-    count = Subscription.objects.filter(target=owner, owner=owner).count()
-    if count >= limit:
-        raise InvalidParameter(f"Too many subscriptions: {owner} already has {count} "
-                               f"(at most {limit})")
+    for target, adding in sorted(new_by_target.items()):
+        count = Subscription.objects.filter(target=target).count()
+        if count + adding > limit:
+            raise InvalidParameter(f"Too many subscriptions: {target} already has {count} "
+                                   f"(at most {limit})")
 
 
 def subscriptions_lock(identity_keys: list[str]) -> None:
-    """Lock subscriptions by their identity key (owner and service definition) until the
-    transaction ends (config.advisory_locks)."""
+    """Lock subscriptions by their identity key (owner, target and service definition) until
+    the transaction ends (config.advisory_locks takes them in one sorted order)."""
     advisory_locks("subscription", identity_keys)
 
 
-@retry_on_conflict
 def subscription_upsert(*, requester: str, subscribe: SubscribeRequest,
                         trigger: bool) -> tuple[Subscription, bool]:
-    """Create the subscription, or overwrite the requester's subscription for the same
-    service definition in place (same id). Returns (subscription, created). With `trigger`,
-    the result is pushed now."""
-    service_definition = subscribe.request.requirement.service_definition
-    key = identity_key(requester, service_definition)
+    """Create the requester's subscription, or overwrite its subscription for the same target
+    and service definition in place (same id). Returns (subscription, created). With
+    `trigger`, the result is pushed now."""
+    return subscriptions_upsert(owner=requester, subscribes=[subscribe], trigger=trigger)[0]
+
+
+@retry_on_conflict
+def subscriptions_upsert(*, owner: str, subscribes: Sequence[SubscribeRequest],
+                         trigger: bool = False) -> list[tuple[Subscription, bool]]:
+    """Create or overwrite (in place, same id) `owner`'s subscriptions, all or nothing: the
+    same owner, target and service definition is the same subscription. Returns
+    (subscription, created) per request, in order."""
+    keys = [identity_key(owner, s.target, s.service_definition) for s in subscribes]
     now = timezone.now()
     with transaction.atomic():
-        # The key's lock first: a subscription that does not exist yet cannot be row-locked,
-        # and concurrent subscribes (and an unsubscribe between them) would race to insert it.
-        subscriptions_lock([key])
-        subscription = Subscription.objects.select_for_update().filter(
-            identity_key=key).first()
-        created = subscription is None
-        if created:
-            _ensure_room_for_one_more(requester)
-            subscription = Subscription(owner=requester, target=requester,
-                                        service_definition=service_definition,
-                                        identity_key=key, created_at=now)
-        _apply(subscription, subscribe, now)
-        subscription.save(force_insert=created)
-        if trigger:
-            _push(subscription, now=now)
-    return subscription, created
+        # The keys' locks first: a subscription that does not exist yet cannot be
+        # row-locked, and concurrent subscribes (and an unsubscribe between them) would race
+        # to insert it.
+        subscriptions_lock(keys)
+        existing = {s.identity_key: s for s in Subscription.objects.select_for_update()
+                    .filter(identity_key__in=keys).order_by("pk")}
+        _ensure_room(Counter(s.target for s, key in zip(subscribes, keys)
+                             if key not in existing))
+        upserted = []
+        for subscribe, key in zip(subscribes, keys):
+            subscription = existing.get(key)
+            created = subscription is None
+            if created:
+                subscription = Subscription(owner=owner, target=subscribe.target,
+                                            service_definition=subscribe.service_definition,
+                                            identity_key=key, created_at=now)
+            _apply(subscription, subscribe, now)
+            subscription.save(force_insert=created)
+            if trigger:
+                subscription_push(subscription, now=now)
+            upserted.append((subscription, created))
+    return upserted
 
 
 @retry_on_conflict
@@ -113,9 +129,30 @@ def subscription_delete(*, requester: str, subscription_id: uuid.UUID) -> bool:
             return False
         if subscription.owner != requester:
             raise Forbidden(f"{requester} is not the subscription owner")
-        deliveries_cancel(subscription_id=subscription.id, reason="Unsubscribed")
-        subscription.delete()
+        _remove([subscription], reason="Unsubscribed")
     return True
+
+
+@retry_on_conflict
+def subscriptions_delete(*, requester: str, is_operator: bool,
+                         ids: Sequence[uuid.UUID]) -> int:
+    """Push management's unsubscribe: remove the subscriptions, all or nothing. Forbidden
+    when one of them belongs to another system, unless the requester is an operator (who
+    owns everything). Unknown ids are ignored. Returns how many were removed."""
+    with transaction.atomic():
+        found = list(Subscription.objects.select_for_update().filter(id__in=ids)
+                     .order_by("pk"))  # one lock order for every multi-row writer
+        for subscription in found:
+            if not is_operator and subscription.owner != requester:
+                raise Forbidden(f"{subscription.id} is not owned by the requester")
+        _remove(found, reason="Unsubscribed")
+    return len(found)
+
+
+def _remove(subscriptions: Sequence[Subscription], *, reason: str) -> None:
+    for subscription in subscriptions:
+        deliveries_cancel(subscription_id=subscription.id, reason=reason)
+    Subscription.objects.filter(pk__in=[s.pk for s in subscriptions]).delete()
 
 
 @retry_on_conflict
@@ -124,9 +161,7 @@ def subscriptions_remove_expired(*, now: dt.datetime | None = None) -> int:
     with transaction.atomic():
         expired = list(Subscription.objects.select_for_update().filter(expires_at__lte=now)
                        .order_by("pk"))  # one lock order for every multi-row writer
-        for subscription in expired:
-            deliveries_cancel(subscription_id=subscription.id, reason="Subscription expired")
-        Subscription.objects.filter(pk__in=[s.pk for s in expired]).delete()
+        _remove(expired, reason="Subscription expired")
     return len(expired)
 
 
@@ -152,17 +187,20 @@ def _message(subscription: Subscription, result: OrchestrationResult) -> dict:
     return response
 
 
-def _push(subscription: Subscription, *, now: dt.datetime) -> None:
-    """Orchestrate for real (reservations, tokens), record the PUSH job, queue the
-    notification and remember what was pushed. Runs inside the caller's transaction."""
+def subscription_push(subscription: Subscription, *, now: dt.datetime,
+          job: OrchestrationJob | None = None) -> None:
+    """Orchestrate for real (reservations, tokens), record the PUSH job (a new one, or the
+    queued `job` of push management's trigger), queue the notification and remember what
+    was pushed. Runs inside the caller's transaction."""
     request = parse_orchestration_request(subscription.orchestration_request)
-    job = OrchestrationJob(type=OrchestrationJob.Type.PUSH, requester=subscription.owner,
-                           target=subscription.target,
-                           service_definition=subscription.service_definition,
-                           subscription_id=subscription.id, created_at=now, started_at=now)
+    if job is None:
+        job = OrchestrationJob(type=OrchestrationJob.Type.PUSH, requester=subscription.owner,
+                               target=subscription.target,
+                               service_definition=subscription.service_definition,
+                               subscription_id=subscription.id, created_at=now, started_at=now)
     result = orchestrate_recorded(job, request)
     delivery_create(subscription_id=subscription.id, protocol=subscription.notify_protocol,
-                    properties=subscription.notify_properties,
+                    properties=subscription.notify_properties, receiver=subscription.target,
                     payload=_message(subscription, result), expires_at=subscription.expires_at)
     subscription.last_fingerprint = fingerprint(result)
     subscription.last_pushed_at = now
@@ -191,7 +229,7 @@ def subscription_evaluate(*, subscription_id: uuid.UUID, force: bool = False) ->
                 subscription.needs_evaluation = False
                 subscription.save(update_fields=["needs_evaluation"])
             return False
-        _push(subscription, now=now)
+        subscription_push(subscription, now=now)
     return True
 
 

@@ -17,6 +17,24 @@ def remove_expired_subscriptions_task() -> int:
     return subscriptions_remove_expired()
 
 
+@shared_task(name="subscriptions.run_push_job", acks_late=True)
+def run_push_job_task(job_id: str) -> str | None:
+    """Run one push job queued by push management's trigger (enqueued after the commit that
+    wrote it, and again by the sweep when it stays PENDING). Idempotent: the job is claimed,
+    so a duplicate run does nothing."""
+    from subscriptions.push_jobs import push_job_run
+
+    return push_job_run(job_id=job_id)
+
+
+@shared_task(name="subscriptions.sweep_push_jobs")
+def sweep_push_jobs_task() -> int:
+    """Periodic (PUSH_JOB_SWEEP_INTERVAL_SECONDS): no push job stays stuck."""
+    from subscriptions.push_jobs import push_jobs_sweep
+
+    return push_jobs_sweep()
+
+
 def enqueue_change_processing() -> None:
     """Listener of store.changes: process soon, after a short delay so that a burst of
     changes is evaluated once. A broker that is down loses nothing: the changes stay in the

@@ -1,8 +1,22 @@
 from django.urls import path
 
 from subscriptions.apis import SubscribeApi, UnsubscribeApi
+from subscriptions.push_apis import (
+    PushQueryApi,
+    PushSubscribeApi,
+    PushTriggerApi,
+    PushUnsubscribeApi,
+    PushUnsubscribeOneApi,
+    SubscriptionQueryApi,
+)
 
 urlpatterns = [
     path("subscribe", SubscribeApi.as_view()),
     path("unsubscribe/<str:subscription_id>", UnsubscribeApi.as_view()),
+    path("subscriptions/query", SubscriptionQueryApi.as_view()),
+    path("mgmt/push/subscribe", PushSubscribeApi.as_view()),
+    path("mgmt/push/trigger", PushTriggerApi.as_view()),
+    path("mgmt/push/unsubscribe", PushUnsubscribeApi.as_view()),
+    path("mgmt/push/unsubscribe/<str:subscription_id>", PushUnsubscribeOneApi.as_view()),
+    path("mgmt/push/query", PushQueryApi.as_view()),
 ]

@@ -25,6 +25,17 @@ class DeliveryAdminTests:
         assert list(found.context["cl"].result_list) == [failed]
         assert admin_client.get(f"{URL}add/").status_code == 403
 
+    def test_it_shows_the_consumer_and_where_it_goes(self, admin_client):
+        mqtt = make_delivery("MQTT", {"topic": "plant/consumer-a"}, receiver="ConsumerA")
+        make_delivery("HTTP", {"address": "10.0.0.7", "port": 8080, "method": "POST",
+                               "path": "/hooks/b"}, receiver="ConsumerB")
+        page = admin_client.get(URL)
+        html = page.content.decode()
+        for text in ("ConsumerA", "plant/consumer-a", "ConsumerB", "10.0.0.7:8080/hooks/b"):
+            assert text in html, text
+        found = admin_client.get(URL, {"q": "consumera"})
+        assert list(found.context["cl"].result_list) == [mqtt]
+
     def test_it_retries_selected_undelivered_rows_now(self, admin_client, http_sink,
                                                        django_capture_on_commit_callbacks):
         properties = http_sink.properties()

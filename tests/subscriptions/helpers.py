@@ -21,3 +21,22 @@ def subscription_body(service_definition: str | None = "temperatureInfo", notify
     body = {"orchestrationRequest": request, "notifyInterface": notify or HTTP_NOTIFY}
     body.update(fields)
     return body
+
+
+PUSH = "/serviceorchestration/orchestration/mgmt/push"
+PUSH_SUBSCRIBE = f"{PUSH}/subscribe"
+PUSH_TRIGGER = f"{PUSH}/trigger"
+PUSH_UNSUBSCRIBE = f"{PUSH}/unsubscribe"
+PUSH_QUERY = f"{PUSH}/query"
+SUBSCRIPTION_QUERY = "/serviceorchestration/orchestration/subscriptions/query"
+
+
+def push_element(target: str = "TemperatureConsumer", service_definition: str | None =
+                 "temperatureInfo", **fields) -> dict:
+    """One element of push management's subscribe body."""
+    return subscription_body(service_definition, targetSystemName=target, **fields)
+
+
+def push_subscribe(api, *elements: dict, owner: str = "Sysop"):
+    return api.post(PUSH_SUBSCRIBE, {"subscriptions": list(elements)}, format="json",
+                    **as_system(owner))

@@ -2,7 +2,13 @@ import pytest
 
 from notifications.models import NotificationDelivery
 from subscriptions.models import Subscription
-from tests.subscriptions.helpers import subscribe, subscription_body
+from tests.subscriptions.helpers import (
+    mqtt_notify,
+    push_element,
+    push_subscribe,
+    subscribe,
+    subscription_body,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -20,3 +26,21 @@ class SubscriptionAdminTests:
         assert response.status_code == 302
         assert NotificationDelivery.objects.get().subscription_id == subscription.pk
         assert admin_client.get("/admin/subscriptions/subscription/add/").status_code == 403
+
+    def test_it_shows_and_searches_owner_and_target(self, admin_client, api):
+        push_subscribe(api, push_element("ConsumerOfPlant"))
+        page = admin_client.get("/admin/subscriptions/subscription/", {"q": "ConsumerOfPlant"})
+        assert [s.target for s in page.context["cl"].result_list] == ["ConsumerOfPlant"]
+        html = page.content.decode()
+        assert "Sysop" in html and "ConsumerOfPlant" in html
+        assert NotificationDelivery.objects.count() == 0
+
+    def test_it_records_the_consumer_as_receiver_of_its_deliveries(self, admin_client, api):
+        push_subscribe(api, push_element("ConsumerOfPlant", notify=mqtt_notify("plant/t")))
+        admin_client.post("/admin/subscriptions/subscription/",
+                          {"action": "push_now",
+                           "_selected_action": [str(Subscription.objects.get().pk)]})
+        page = admin_client.get("/admin/notifications/notificationdelivery/")
+        html = page.content.decode()
+        assert NotificationDelivery.objects.get().receiver == "ConsumerOfPlant"
+        assert "ConsumerOfPlant" in html and "plant/t" in html

@@ -1,0 +1,154 @@
+"""Push management (reference-simple §6.8–§6.11): subscriptions on behalf of any consumer,
+triggered pushes, bulk removal and the query; and the consumer's own query (our extension).
+docs/push-management.md."""
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.conventions.pagination import parse_pagination
+from config.conventions.uuids import require_uuid_element
+from config.exceptions import InvalidParameter
+from config.schema import body_required, error_responses, null_body_is_absent
+from store.apis.common import query_list, validated
+from subscriptions.push_jobs import parse_trigger_request, push_trigger
+from subscriptions.requests import parse_subscribe_list
+from subscriptions.selectors import (
+    DEFAULT_DIRECTION,
+    DEFAULT_SORT_FIELD,
+    SORT_COLUMNS,
+    subscription_filters_parse,
+    subscription_list,
+)
+from subscriptions.serializers import (
+    OrchestrationSubscriptionListResponseSerializer,
+    PushJobListSerializer,
+    PushSubscribeSerializer,
+    PushTriggerSerializer,
+    SubscriptionQuerySerializer,
+)
+from subscriptions.services import subscriptions_delete, subscriptions_upsert
+
+TAG = ["Push management"]
+PUSH_SUBSCRIBE_EXAMPLE = OpenApiExample("On behalf of a consumer", request_only=True, value={
+    "subscriptions": [{
+        "targetSystemName": "TemperatureConsumer",
+        "orchestrationRequest": {"serviceRequirement": {"serviceDefinition": "temperatureInfo"}},
+        "notifyInterface": {"protocol": "MQTT", "properties": {"topic": "plant/notify"}},
+        "duration": 3600}]})
+TRIGGER_EXAMPLE = OpenApiExample("Every subscription of a consumer", request_only=True,
+                                 value={"targetSystems": ["TemperatureConsumer"]})
+QUERY_EXAMPLE = OpenApiExample("A consumer's subscriptions, oldest first", request_only=True,
+                               value={"targetSystems": ["TemperatureConsumer"],
+                                      "pagination": {"page": 0, "size": 10, "direction": "ASC",
+                                                     "sortField": "createdAt"}})
+IDS_PARAMETER = OpenApiParameter(
+    "ids", OpenApiTypes.UUID, many=True, required=True,
+    description="Subscription ids; repeat the parameter or separate them with commas. Ids with "
+    "no subscription are ignored.")
+
+
+def subscriptions_response(data: dict | None, *, involving: str | None = None) -> Response:
+    """The answer of a subscription query body, restricted to the subscriptions `involving`
+    a system when given."""
+    data = validated(SubscriptionQuerySerializer, data)
+    page = parse_pagination(data.get("pagination"), sort_fields=list(SORT_COLUMNS),
+                            default_sort_field=DEFAULT_SORT_FIELD,
+                            default_direction=DEFAULT_DIRECTION)
+    filters = subscription_filters_parse(
+        owner_systems=data.get("ownerSystems"), target_systems=data.get("targetSystems"),
+        service_definitions=data.get("serviceDefinitions"), involving=involving)
+    entries, count = subscription_list(filters=filters, page=page)
+    return Response(OrchestrationSubscriptionListResponseSerializer(
+        {"entries": entries, "count": count}).data)
+
+
+class PushSubscribeApi(APIView):
+    management_permission = "subscriptions.add_subscription"
+
+    @extend_schema(operation_id="pushSubscribe", tags=TAG, request=PushSubscribeSerializer,
+                   examples=[PUSH_SUBSCRIBE_EXAMPLE],
+                   responses={201: OrchestrationSubscriptionListResponseSerializer,
+                              **error_responses(403, 423, body=True)},
+                   extensions=body_required())
+    def post(self, request: Request) -> Response:
+        if request.data is None:
+            raise InvalidParameter("Request payload is missing")
+        items = validated(PushSubscribeSerializer, request.data).get("subscriptions")
+        subscribes = parse_subscribe_list(items, requester=request.user.name)
+        upserted = subscriptions_upsert(owner=request.user.name, subscribes=subscribes)
+        entries = [subscription for subscription, _ in upserted]
+        return Response(OrchestrationSubscriptionListResponseSerializer(
+            {"entries": entries, "count": len(entries)}).data, status=201)
+
+
+class PushTriggerApi(APIView):
+    management_permission = "subscriptions.change_subscription"
+
+    @extend_schema(operation_id="pushTrigger", tags=TAG, request=PushTriggerSerializer,
+                   examples=[TRIGGER_EXAMPLE],
+                   responses={201: PushJobListSerializer, **error_responses(403, 423, body=True)},
+                   extensions=body_required(),
+                   description="Give targetSystems or subscriptionIds (or both: then the ids "
+                   "are used); both empty is a 400.")
+    def post(self, request: Request) -> Response:
+        data = None if request.data is None else validated(PushTriggerSerializer, request.data)
+        jobs = push_trigger(requester=request.user.name, trigger=parse_trigger_request(data))
+        return Response(PushJobListSerializer({"jobs": jobs}).data, status=201)
+
+
+def _unsubscribe(request: Request, values: list[str]) -> Response:
+    if not values:
+        raise InvalidParameter("Request payload is missing")
+    subscriptions_delete(requester=request.user.name, is_operator=request.user.is_operator,
+                         ids=[require_uuid_element(value) for value in values])
+    return Response(status=200)
+
+
+class PushUnsubscribeApi(APIView):
+    management_permission = "subscriptions.delete_subscription"
+
+    @extend_schema(operation_id="pushUnsubscribe", tags=TAG, request=None,
+                   parameters=[IDS_PARAMETER],
+                   responses={200: None, **error_responses(403, 423)})
+    def delete(self, request: Request) -> Response:
+        return _unsubscribe(request, query_list(request, "ids"))
+
+
+class PushUnsubscribeOneApi(APIView):
+    """`DELETE .../unsubscribe/{id}`: the path the reference registers in the ServiceRegistry
+    (its controller only serves `?ids=`)."""
+
+    management_permission = "subscriptions.delete_subscription"
+
+    @extend_schema(operation_id="pushUnsubscribeOne", tags=TAG, request=None,
+                   parameters=[OpenApiParameter("subscription_id", OpenApiTypes.UUID,
+                                                OpenApiParameter.PATH)],
+                   responses={200: None, **error_responses(403, 423)})
+    def delete(self, request: Request, subscription_id: str) -> Response:
+        return _unsubscribe(request, [subscription_id])
+
+
+class PushQueryApi(APIView):
+    management_permission = "subscriptions.view_subscription"
+
+    @extend_schema(operation_id="pushQuery", tags=TAG, request=SubscriptionQuerySerializer,
+                   examples=[QUERY_EXAMPLE],
+                   responses={200: OrchestrationSubscriptionListResponseSerializer,
+                              **error_responses(403, body=True)},
+                   extensions=null_body_is_absent())
+    def post(self, request: Request) -> Response:
+        return subscriptions_response(request.data)
+
+
+class SubscriptionQueryApi(APIView):
+    """The consumer's own subscriptions: those it owns or is the target of (our extension)."""
+
+    @extend_schema(operation_id="subscriptionQuery", tags=["Orchestration"],
+                   request=SubscriptionQuerySerializer, examples=[QUERY_EXAMPLE],
+                   responses={200: OrchestrationSubscriptionListResponseSerializer,
+                              **error_responses(body=True)},
+                   extensions=null_body_is_absent())
+    def post(self, request: Request) -> Response:
+        return subscriptions_response(request.data, involving=request.user.name)

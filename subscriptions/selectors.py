@@ -1,0 +1,73 @@
+"""Reading subscriptions: push management's query and the consumer's own query
+(reference-simple §6.11)."""
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.db.models import Q
+
+from config.conventions import names
+from config.conventions.pagination import PageRequest, paginate
+from subscriptions.models import Subscription
+
+# API sort field → column; the default order is createdAt DESC, ties by id.
+SORT_COLUMNS = {
+    "id": "id",
+    "ownerSystem": "owner",
+    "targetSystem": "target",
+    "serviceDefinition": "service_definition",
+    "createdAt": "created_at",
+}
+DEFAULT_SORT_FIELD = "createdAt"
+DEFAULT_DIRECTION = "DESC"
+
+
+@dataclass(frozen=True)
+class SubscriptionFilters:
+    owners: tuple[str, ...] = ()
+    targets: tuple[str, ...] = ()
+    service_definitions: tuple[str, ...] = ()
+    # The consumer's query: only subscriptions this system owns or is the target of.
+    involving: str | None = None
+
+
+def subscription_filters_parse(
+    *,
+    owner_systems: Sequence[str | None] | None = None,
+    target_systems: Sequence[str | None] | None = None,
+    service_definitions: Sequence[str | None] | None = None,
+    involving: str | None = None,
+) -> SubscriptionFilters:
+    """Validate and normalize the filters, in the reference's order (blank elements of every
+    list first, then the names)."""
+    owners = names.without_blanks(owner_systems, "Owner system list contains empty element")
+    targets = names.without_blanks(target_systems, "Target system list contains empty element")
+    definitions = names.without_blanks(service_definitions,
+                                       "Service definition list contains empty element")
+    return SubscriptionFilters(
+        owners=tuple(names.system_name(value) for value in owners),
+        targets=tuple(names.system_name(value) for value in targets),
+        service_definitions=tuple(names.service_definition(value) for value in definitions),
+        involving=involving,
+    )
+
+
+def _filtered(filters: SubscriptionFilters):
+    subscriptions = Subscription.objects.all()
+    if filters.involving is not None:
+        subscriptions = subscriptions.filter(Q(owner=filters.involving)
+                                             | Q(target=filters.involving))
+    if filters.owners:
+        subscriptions = subscriptions.filter(owner__in=filters.owners)
+    if filters.targets:
+        subscriptions = subscriptions.filter(target__in=filters.targets)
+    if filters.service_definitions:
+        subscriptions = subscriptions.filter(service_definition__in=filters.service_definitions)
+    return subscriptions
+
+
+def subscription_list(*, filters: SubscriptionFilters,
+                      page: PageRequest) -> tuple[list[Subscription], int]:
+    """One page of matching subscriptions and the total number of matches; filtering,
+    ordering and slicing happen in SQL."""
+    rows, total = paginate(_filtered(filters), page, columns=SORT_COLUMNS, tie_breaker="id")
+    return list(rows), total
