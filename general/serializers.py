@@ -5,6 +5,7 @@ from rest_framework import serializers
 
 from config.fields import PYTHON_BLANKS, StrictCharField, documented, pagination_field
 from config.name_fields import accepted_instant_pattern
+from config.schema import BLANK_REFUSED
 from general.selectors import DEFAULT_DIRECTION, DEFAULT_SORT_FIELD, SORT_COLUMNS
 from general.severities import RANKS, SEVERITY_NAMES
 
@@ -36,14 +37,18 @@ def _any_case(word: str) -> str:
 
 
 _BLANKS = f"[{PYTHON_BLANKS}]*"
+# The patterns below include the blank value ("not given"); BLANK_REFUSED has config.schema
+# take out the separate blank alternative drf-spectacular adds, which would make `""` match
+# twice and so fail the `oneOf`.
 SEVERITY_SCHEMA = {
-    "type": "string", "nullable": True,
+    "type": "string", "nullable": True, BLANK_REFUSED: True,
     "pattern": f"^{_BLANKS}(?:{'|'.join(_any_case(name) for name in SEVERITY_NAMES)})?"
                f"{_BLANKS}$",
     "description": "Least severity of the entries: TRACE, DEBUG, INFO, WARN, ERROR, FATAL "
     "or OFF (matches nothing), any case; WARNING and CRITICAL are read as WARN and FATAL. "
     "Blank: every severity."}
-INSTANT_SCHEMA = {"type": "string", "nullable": True, "pattern": accepted_instant_pattern(),
+INSTANT_SCHEMA = {"type": "string", "nullable": True, BLANK_REFUSED: True,
+                  "pattern": accepted_instant_pattern(),
                   "description": "UTC, ISO 8601 with `Z` (`2025-11-08T12:00:00Z`); blank: not "
                   "given."}
 
