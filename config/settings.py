@@ -312,7 +312,7 @@ if LOG_DB_MAX_AGE_DAYS < 0:
                                f"{LOG_DB_MAX_AGE_DAYS}")
 if LOG_DB_LEVEL != "OFF":
     LOGGING["handlers"]["database"] = {
-        "()": "general.log_handler.DatabaseLogHandler",
+        "()": "general.log_handler.configured_handler",
         "level": LOG_DB_LEVEL,
         "filters": ["request_id"],
     }

@@ -209,17 +209,26 @@ def database_handlers() -> list[DatabaseLogHandler]:
     return list(_all_handlers)
 
 
+_configured: list[DatabaseLogHandler] = []  # the handler LOGGING made last (a strong reference)
+
+
+def configured_handler(**kwargs: object) -> DatabaseLogHandler:
+    """The factory LOGGING names: it remembers the handler it makes, for
+    `keep_on_celery_root_logger` (logging may be configured again, e.g. by a second
+    `django.setup()`, which replaces the handler)."""
+    handler = DatabaseLogHandler(**kwargs)  # type: ignore[arg-type]
+    _configured[:] = [handler]
+    return handler
+
+
 def keep_on_celery_root_logger() -> None:
     """A Celery worker replaces the root logger's handlers with its own when it sets up
-    logging; put the database handlers configured now (Django's LOGGING) back afterwards."""
+    logging; put the configured database handler back afterwards."""
     from celery.signals import after_setup_logger
-
-    configured = [handler for handler in logging.getLogger().handlers
-                  if isinstance(handler, DatabaseLogHandler)]
 
     def reattach(logger: logging.Logger | None = None, **kwargs: object) -> None:
         root = logging.getLogger()
-        for handler in configured:
+        for handler in _configured:
             if handler not in root.handlers:
                 root.addHandler(handler)
 
