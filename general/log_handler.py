@@ -7,7 +7,7 @@ first record, so after a fork) writes the queue in small batches with its own da
 connection, outside any request transaction (a rollback does not take the record with it).
 When the queue is full or a write fails, the records are dropped and counted (`dropped`);
 the first loss of a handler is reported once on stderr, directly (logging it would loop).
-Records of the writer thread itself and of `django.db.backends` are never stored.
+Records logged in a writer thread and those of `django.db.backends` are never stored.
 
 This module is imported when logging is configured, before the apps are ready: it imports
 models only inside the writer thread.
@@ -33,6 +33,7 @@ BATCH_SIZE = 100
 IGNORED_LOGGERS = ("django.db.backends",)
 
 _all_handlers: "weakref.WeakSet[DatabaseLogHandler]" = weakref.WeakSet()
+_writer_thread = threading.local()  # `active` in every writer thread, of any handler
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ class DatabaseLogHandler(logging.Handler):
     # --- in the thread that logs -----------------------------------------------------------
 
     def emit(self, record: logging.LogRecord) -> None:
-        if _ignored(record.name) or threading.current_thread() is self._writer:
+        if _ignored(record.name) or getattr(_writer_thread, "active", False):
             return
         try:
             entry = pending_entry(record)
@@ -157,6 +158,7 @@ class DatabaseLogHandler(logging.Handler):
     # --- in the writer thread --------------------------------------------------------------
 
     def _run(self) -> None:
+        _writer_thread.active = True
         while True:
             batch = [self._queue.get()]
             while len(batch) < self.batch_size:

@@ -158,6 +158,19 @@ class DatabaseLogHandlerTests:
         assert handler.written == written
         assert not LogEntry.objects.filter(logger__startswith="django.db").exists()
 
+    def test_it_ignores_records_logged_while_writing(self, fresh_handler, monkeypatch):
+        write = DatabaseLogHandler._write
+
+        def write_and_log(handler, batch):
+            logging.getLogger("psycopg").warning("logged by the driver while writing")
+            write(handler, batch)
+
+        monkeypatch.setattr(DatabaseLogHandler, "_write", write_and_log)
+        logging.getLogger("tests.general.loop").warning("the record")
+        assert fresh_handler.flush()
+        assert (fresh_handler.written, fresh_handler.dropped) == (1, 0)
+        assert not LogEntry.objects.filter(logger="psycopg").exists()
+
     def test_it_starts_a_writer_of_its_own_in_a_forked_child(self, handler):
         logger = logging.getLogger("tests.general.fork")
         logger.warning("from the parent")
