@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "identity",
+    "general",
     "store",
     "orchestration",
     "subscriptions",
@@ -309,6 +310,28 @@ LOGGING = {
         "django.request": {"level": "ERROR", "handlers": [], "propagate": False},
     },
 }
+
+# --- General management: logs in the database, their retention -----------------------------
+# Records at LOG_DB_LEVEL and above (and at LOG_LEVEL, which passes them on) are also stored
+# for the logs query, by a handler that never blocks the code that logs (general.log_handler).
+# OFF stores nothing. They are kept LOG_DB_MAX_AGE_DAYS days (0: forever).
+LOG_DB_LEVEL = env.str("LOG_DB_LEVEL", default="WARNING").strip().upper()
+if LOG_DB_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", "OFF"):
+    raise ImproperlyConfigured(f"LOG_DB_LEVEL={LOG_DB_LEVEL!r} is not one of DEBUG, INFO, "
+                               "WARNING, ERROR, CRITICAL, OFF")
+LOG_DB_MAX_AGE_DAYS = env.int("LOG_DB_MAX_AGE_DAYS", default=15)
+if LOG_DB_MAX_AGE_DAYS < 0:
+    raise ImproperlyConfigured(f"LOG_DB_MAX_AGE_DAYS must not be negative, got "
+                               f"{LOG_DB_MAX_AGE_DAYS}")
+if LOG_DB_LEVEL != "OFF":
+    LOGGING["handlers"]["database"] = {
+        "()": "general.log_handler.configured_handler",
+        "level": LOG_DB_LEVEL,
+        "filters": ["request_id"],
+    }
+    LOGGING["root"]["handlers"].append("database")
+CELERY_BEAT_SCHEDULE["remove-old-logs"] = {"task": "general.remove_old_logs", "schedule": 3600.0}
+# --- end of General management ----------------------------------------------------------------
 
 # --- Notifications --------------------------------------------------------------------------
 # Push delivery of subscription results (notifications app); see the README.

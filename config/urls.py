@@ -17,6 +17,7 @@ urlpatterns = [
     path("serviceorchestration/orchestration/", include("orchestration.urls")),
     path("serviceorchestration/orchestration/", include("subscriptions.urls")),
     path("serviceorchestration/authorization-token/", include("orchestration.token_urls")),
+    path("serviceorchestration/general/", include("general.urls")),
 ]
 
 if settings.SERVE_STATIC:

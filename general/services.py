@@ -1,0 +1,30 @@
+"""Writing log entries: retention (the handler writes the entries, general.log_handler)."""
+import datetime as dt
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.utils import timezone
+
+from general.models import LogEntry
+
+RETENTION_BATCH_SIZE = 1000
+
+
+def log_remove_old(*, batch_size: int = RETENTION_BATCH_SIZE,
+                   now: dt.datetime | None = None) -> int:
+    """Delete entries older than LOG_DB_MAX_AGE_DAYS (0: keep every entry), `batch_size` at a
+    time, each batch one short statement in its own transaction, so that the handler's writes
+    and the logs query never wait long. Returns how many were deleted."""
+    days = settings.LOG_DB_MAX_AGE_DAYS
+    if days < 0:
+        raise ImproperlyConfigured(f"LOG_DB_MAX_AGE_DAYS must not be negative, got {days}")
+    if days == 0:
+        return 0
+    cutoff = (now or timezone.now()) - dt.timedelta(days=days)
+    removed = 0
+    while True:
+        batch = LogEntry.objects.filter(entry_date__lt=cutoff).order_by("id").values("id")
+        deleted, _ = LogEntry.objects.filter(id__in=batch[:batch_size]).delete()
+        removed += deleted
+        if deleted < batch_size:
+            return removed
