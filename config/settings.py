@@ -254,6 +254,11 @@ CELERY_BEAT_SCHEDULE["remove-old-jobs"] = {
     "task": "orchestration.remove_old_jobs",
     "schedule": 300.0,
 }
+# The history's count rows (one per job-writing statement) folded into one per type and status.
+CELERY_BEAT_SCHEDULE["compact-job-counts"] = {
+    "task": "orchestration.compact_job_counts",
+    "schedule": 30.0,
+}
 
 # --- MQTT (notification delivery) ----------------------------------------------------------
 MQTT_BROKER_URL = env.str("MQTT_BROKER_URL", default="mqtt://127.0.0.1:1883")

@@ -10,6 +10,8 @@ from config.conventions import names
 from config.conventions.pagination import PageRequest, order
 from config.conventions.uuids import require_uuid_element
 from config.exceptions import InvalidParameter
+from orchestration.job_counts import counted_by_triggers, job_count
+from orchestration.job_rows import job_rows
 from orchestration.models import OrchestrationJob
 
 # API sort field → column. Default: newest first (createdAt DESC), ties by id in the same
@@ -96,13 +98,24 @@ def _filtered(filters: JobFilters) -> QuerySet[OrchestrationJob]:
     return jobs
 
 
-def job_list(*, filters: JobFilters, page: PageRequest) -> tuple[list[OrchestrationJob], int]:
-    """One page of matching jobs and the total number of matches. The count is a second
-    query (an index-only scan for most filters), left out when the page itself shows the
-    total: a short page, or an empty first one."""
+def _count(jobs: QuerySet[OrchestrationJob], filters: JobFilters) -> int:
+    """Filters on status and type alone (or none) can match most of the table: on PostgreSQL
+    they are counted from the per-type-and-status delta rows (orchestration.job_counts);
+    the other filters are selective and counted through their index."""
+    coarse = not (filters.ids or filters.requesters or filters.targets
+                  or filters.service_definitions or filters.subscription_ids)
+    if coarse and counted_by_triggers():
+        return job_count(statuses=filters.statuses, type=filters.type)
+    return jobs.count()
+
+
+def job_list(*, filters: JobFilters, page: PageRequest) -> tuple[list[dict], int]:
+    """One page of matching jobs in their wire shape (orchestration.job_rows) and the total
+    number of matches. The count is left out when the page itself shows the total: a short
+    page, or an empty first one."""
     jobs = _filtered(filters)
     ordered = order(jobs, page, columns=SORT_COLUMNS, tie_breaker="id")
-    rows = list(ordered[page.offset:page.offset + page.size])
+    rows = job_rows(ordered[page.offset:page.offset + page.size])
     if len(rows) < page.size and (rows or page.offset == 0):
         return rows, page.offset + len(rows)
-    return rows, jobs.count()
+    return rows, _count(jobs, filters)

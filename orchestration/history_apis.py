@@ -40,5 +40,5 @@ class HistoryQueryApi(APIView):
             target_systems=data.get("targetSystems"),
             service_definitions=data.get("serviceDefinitions"),
             subscription_ids=data.get("subscriptionIds"))
-        jobs, count = job_list(filters=filters, page=page)
-        return Response(JobListSerializer({"entries": jobs, "count": count}).data)
+        entries, count = job_list(filters=filters, page=page)  # already in the wire shape
+        return Response({"entries": entries, "count": count})

@@ -32,3 +32,12 @@ def remove_old_jobs_task() -> int:
     from orchestration.retention import jobs_remove_old
 
     return jobs_remove_old()
+
+
+@shared_task(name="orchestration.compact_job_counts")
+def compact_job_counts_task() -> int:
+    """Periodic (Celery beat, every 30 s): fold the job count delta rows that the job
+    table's triggers write (orchestration.job_counts) into one row per type and status."""
+    from orchestration.job_counts import job_counts_compact
+
+    return job_counts_compact()

@@ -73,6 +73,9 @@ def test_the_sqlite_default_serves_parallel_clients_without_errors(tmp_path, mqt
         with ThreadPoolExecutor(CLIENTS) as pool:
             results = [result for client in pool.map(lambda n: _client(port, n, run),
                                                      range(CLIENTS)) for result in client]
+        # The history on SQLite (no count triggers, the serializer's rows): every pull.
+        history = _post(port, f"{API}/mgmt/history/query",
+                        {"type": "PULL", "pagination": {"page": 0, "size": 5}}, "Sysop")
 
     log = log_path.read_text()
     failures = [result for result in results if result[1] >= 500]
@@ -81,3 +84,9 @@ def test_the_sqlite_default_serves_parallel_clients_without_errors(tmp_path, mqt
     assert "Traceback" not in log, log[-5000:]
     unexpected = [result for result in results if result[1] not in (200, 201)]
     assert not unexpected, unexpected[:5]
+    assert history[0] == 200, history
+    pulls = sum(kind == "pull" for kind, _, _ in results)
+    page = json.loads(history[1])
+    assert page["count"] == pulls and len(page["entries"]) == 5
+    assert {entry["type"] for entry in page["entries"]} == {"PULL"}
+    assert all(entry["createdAt"].endswith("Z") for entry in page["entries"])
