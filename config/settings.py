@@ -277,8 +277,9 @@ REST_FRAMEWORK = {
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Service Orchestration",
-    "DESCRIPTION": "Arrowhead-compatible orchestration core system: rule store management and "
-    "orchestration (pull, subscribe, unsubscribe).",
+    "DESCRIPTION": "Arrowhead-compatible orchestration core system: rule store management, "
+    "orchestration (pull, subscribe, unsubscribe), push management, history management and "
+    "general management (logs, public configuration).",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
