@@ -15,10 +15,11 @@ from store.interfaces import POLICIES
 
 _TRUE, _FALSE = "true", "false"
 # The Java simple store lists its ignored flags as it iterates the flag map, a java.util.HashMap
-# of at most six keys: by bucket (the key's String.hashCode spread over 16 buckets), keys of
-# one bucket in request order. These are the buckets of the flags it can ignore.
-_JAVA_HASH_MAP_BUCKET = {"ALLOW_INTERCLOUD": 1, "ONLY_INTERCLOUD": 1, "ONLY_EXCLUSIVE": 6,
-                         "ALLOW_TRANSLATION": 14}
+# of at most six keys: by bucket (the key's String.hashCode spread over 16 buckets: ALLOW_ and
+# ONLY_INTERCLOUD 1, ONLY_EXCLUSIVE 6, ALLOW_TRANSLATION 14), keys of one bucket in request
+# order. We fix ALLOW_INTERCLOUD before ONLY_INTERCLOUD: a subscription's stored request
+# (PostgreSQL jsonb) does not keep key order, and its pushes must not differ by it.
+_JAVA_ORDER = ("ALLOW_INTERCLOUD", "ONLY_INTERCLOUD", "ONLY_EXCLUSIVE", "ALLOW_TRANSLATION")
 
 
 def _requirement_list(values: Sequence | None, message: str, field: str) -> tuple[dict, ...]:
@@ -64,7 +65,7 @@ def ignored_flags(flags: dict[str, bool], exclusivity_duration: int | None) -> t
     exclusivity duration; in the Java warning's order."""
     ignored = [name for name in flags if name in IGNORED_FLAGS
                or (name == "ONLY_EXCLUSIVE" and exclusivity_duration is None)]
-    return tuple(sorted(ignored, key=_JAVA_HASH_MAP_BUCKET.__getitem__))
+    return tuple(sorted(ignored, key=_JAVA_ORDER.index))
 
 
 def parse_service_requirement(data: dict[str, Any] | None) -> ServiceRequirement:
