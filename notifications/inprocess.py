@@ -32,7 +32,15 @@ def in_process_submit(delivery_id: uuid.UUID, *, http: bool) -> None:
             return
         _queued.add(delivery_id)
         pool = _pool("http" if http else "mqtt")
-    pool.submit(_send, delivery_id)
+    try:
+        pool.submit(_send, delivery_id)
+    except RuntimeError:
+        # The process is exiting (a gunicorn worker's interpreter shutdown stops the pools):
+        # the row stays due in the outbox, and the sweeper of a live process sends it.
+        with _lock:
+            _queued.discard(delivery_id)
+        logger.info("Not sending notification delivery %s here: this process is shutting "
+                    "down; the sweeper sends it", delivery_id)
 
 
 def _pool(transport: str) -> ThreadPoolExecutor:
