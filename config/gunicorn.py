@@ -47,7 +47,8 @@ def when_ready(server) -> None:
     without SERVICE_REGISTRY_URL; docs/local-cloud.md)."""
     from serviceregistry.registration import start_registration
 
-    start_registration(server.log)
+    # Its thread starts working once the first workers are forked (WORKERS is filled by then).
+    start_registration(server.log, ready=lambda: len(server.WORKERS) >= server.num_workers)
 
 
 def on_exit(server) -> None:

@@ -10,8 +10,10 @@ Revocation withdraws every instance registered and the system, best effort, with
 SERVICE_REGISTRY_REVOKE_SECONDS in total.
 """
 import logging
+import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -29,65 +31,75 @@ class Registration:
         self.system_registered = False
         self.done = threading.Event()
         self._stopping = threading.Event()
-        # Held for each ServiceRegistry call of the registration, so that revocation never
-        # runs while a registration call is under way (it would leave that instance behind).
-        self._calls = threading.Lock()
+        # Held while the thread works (only its backoff waits are outside). The master forks
+        # workers only while it holds this lock too (`_hold_for_fork`): a worker must not
+        # inherit a lock the thread held at the moment of the fork (an import, a login, a
+        # logging handler), which would deadlock the worker. Revocation takes it as well, so
+        # that it never runs while a registration call is under way.
+        self.busy = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._ready: Callable[[], bool] | None = None
 
-    def start(self) -> None:
+    def start(self, ready: Callable[[], bool] | None = None) -> None:
+        """`ready` tells when the master has forked its first workers: until then the thread
+        waits, so that those forks never wait for a registration call."""
+        self._ready = ready
         self._thread = threading.Thread(target=self._run, name="serviceregistry-registration",
                                         daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
+        waited = 0
+        while self._ready is not None and not self._ready() and waited < 200:
+            if self._stopping.wait(0.05):
+                return
+            waited += 1
         delay = settings.SERVICE_REGISTRY_RETRY_MIN_SECONDS
         attempt = 1
-        while not self._stopping.is_set():
-            try:
-                self._register()
-            except ServiceRegistryUnavailable as error:
-                if self._stopping.is_set():
+        while True:
+            with self.busy:
+                if self._stopping.is_set() or self._attempt(attempt, delay):
                     return
-                self.log.warning("ServiceRegistry registration failed (attempt %d): %s; "
-                                 "retrying in %g s", attempt, error.message, delay)
-                self._stopping.wait(delay)
-                delay = min(delay * 2, settings.SERVICE_REGISTRY_RETRY_MAX_SECONDS)
-                attempt += 1
-            else:
-                self.done.set()
-                self.log.info("Registered %s with %d services in the ServiceRegistry at %s",
-                              settings.SYSTEM_NAME, len(self.instance_ids),
-                              settings.SERVICE_REGISTRY_URL)
-                return
+            self._stopping.wait(delay)
+            delay = min(delay * 2, settings.SERVICE_REGISTRY_RETRY_MAX_SECONDS)
+            attempt += 1
+
+    def _attempt(self, attempt: int, delay: float) -> bool:
+        """One registration; whether it is done."""
+        try:
+            self._register()
+        except ServiceRegistryUnavailable as error:
+            self.log.warning("ServiceRegistry registration failed (attempt %d): %s; "
+                             "retrying in %g s", attempt, error.message, delay)
+            return False
+        self.done.set()
+        self.log.info("Registered %s with %d services in the ServiceRegistry at %s",
+                      settings.SYSTEM_NAME, len(self.instance_ids),
+                      settings.SERVICE_REGISTRY_URL)
+        return True
 
     def _register(self) -> None:
-        self._locked(client.system_revoke)
+        client.system_revoke()
         self.system_registered = False
         self.instance_ids.clear()
-        self._locked(client.system_register, published.system_register_body())
+        client.system_register(published.system_register_body())
         self.system_registered = True
         for body in published.service_register_bodies():
-            self.instance_ids.append(self._locked(client.service_register, body))
-
-    def _locked(self, call: Any, *args: Any) -> Any:
-        with self._calls:
-            if self._stopping.is_set():
-                raise ServiceRegistryUnavailable("shutting down")
-            return call(*args)
+            self.instance_ids.append(client.service_register(body))
 
     def revoke(self) -> None:
         """Stop registering, then revoke what was registered; never longer than
         SERVICE_REGISTRY_REVOKE_SECONDS, never raises."""
         deadline = time.monotonic() + settings.SERVICE_REGISTRY_REVOKE_SECONDS
         self._stopping.set()
-        if not self._calls.acquire(timeout=settings.SERVICE_REGISTRY_REVOKE_SECONDS):
+        if not self.busy.acquire(timeout=settings.SERVICE_REGISTRY_REVOKE_SECONDS):
             self.log.warning("ServiceRegistry revocation skipped: a registration call did not "
                              "finish in time")
             return
         try:
             revoked = self._revoke_until(deadline)
         finally:
-            self._calls.release()
+            self.busy.release()
         if revoked is not None:
             self.log.info("Revoked %d services and the system %s in the ServiceRegistry",
                           revoked, settings.SYSTEM_NAME)
@@ -115,9 +127,35 @@ class Registration:
 
 
 _registration: Registration | None = None
+_held_for_fork: Registration | None = None
 
 
-def start_registration(log: Any = _logger) -> Registration | None:
+def _hold_for_fork() -> None:
+    global _held_for_fork
+    if _registration is not None:
+        _registration.busy.acquire()
+        _held_for_fork = _registration
+
+
+def _release_after_fork() -> None:
+    global _held_for_fork
+    if _held_for_fork is not None:
+        _held_for_fork.busy.release()
+        _held_for_fork = None
+
+
+def _forget_in_child() -> None:
+    """A worker neither registers nor revokes: that is the master's."""
+    global _registration, _held_for_fork
+    _registration = _held_for_fork = None
+
+
+os.register_at_fork(before=_hold_for_fork, after_in_parent=_release_after_fork,
+                    after_in_child=_forget_in_child)
+
+
+def start_registration(log: Any = _logger,
+                       ready: Callable[[], bool] | None = None) -> Registration | None:
     """Register in the background when a ServiceRegistry is configured (else nothing)."""
     global _registration
     if not settings.SERVICE_REGISTRY_URL:
@@ -125,7 +163,7 @@ def start_registration(log: Any = _logger) -> Registration | None:
     _registration = Registration(log)
     log.info("Registering %s in the ServiceRegistry at %s", settings.SYSTEM_NAME,
              settings.SERVICE_REGISTRY_URL)
-    _registration.start()
+    _registration.start(ready)
     return _registration
 
 
