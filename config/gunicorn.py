@@ -40,3 +40,20 @@ def post_worker_init(worker) -> None:
     from notifications.scheduler import start_in_process_scheduler
 
     start_in_process_scheduler()
+
+
+def when_ready(server) -> None:
+    """In the master, once: register in the ServiceRegistry in a background thread (nothing
+    without SERVICE_REGISTRY_URL; docs/local-cloud.md)."""
+    from serviceregistry.registration import start_registration
+
+    # Its thread starts working once the first workers are forked (WORKERS is filled by then).
+    start_registration(server.log, ready=lambda: len(server.WORKERS) >= server.num_workers)
+
+
+def on_exit(server) -> None:
+    """In the master, after the workers stopped (SIGTERM, SIGINT): revoke what was registered,
+    within SERVICE_REGISTRY_REVOKE_SECONDS."""
+    from serviceregistry.registration import revoke_registration
+
+    revoke_registration()

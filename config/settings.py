@@ -3,6 +3,8 @@
 Every variable read here is listed in the README with its default. Invalid values fail at
 start-up with ImproperlyConfigured instead of surfacing later as odd behaviour.
 """
+import socket
+import urllib.parse
 from pathlib import Path
 
 import environ
@@ -206,6 +208,46 @@ QOS_PROBE_TIMEOUT_SECONDS = env.float("QOS_PROBE_TIMEOUT_SECONDS", default=2.0)
 TOKEN_TTL_SECONDS = env_positive_int("TOKEN_TTL_SECONDS", 60)
 TOKEN_USAGE_LIMIT = env_positive_int("TOKEN_USAGE_LIMIT", 10)
 IDENTITY_TOKEN_TTL_SECONDS = env_positive_int("IDENTITY_TOKEN_TTL_SECONDS", 365 * 24 * 3600)
+
+# --- ServiceRegistry (docs/local-cloud.md) ----------------------------------------------------
+# Empty: standalone, no ServiceRegistry traffic at all. Otherwise the gunicorn master registers
+# this system and its services there at start-up and revokes them on a graceful shutdown.
+SERVICE_REGISTRY_URL = env.str("SERVICE_REGISTRY_URL", default="").strip().rstrip("/")
+if SERVICE_REGISTRY_URL:
+    _registry = urllib.parse.urlsplit(SERVICE_REGISTRY_URL)
+    if _registry.scheme not in ("http", "https") or not _registry.hostname \
+            or _registry.path or _registry.query or _registry.fragment:
+        raise ImproperlyConfigured(f"SERVICE_REGISTRY_URL={SERVICE_REGISTRY_URL!r} is not an "
+                                   "http:// or https:// URL of scheme, host and port only")
+    if AUTHENTICATION_POLICY == "certificate" and _registry.scheme != "https":
+        raise ImproperlyConfigured("SERVICE_REGISTRY_URL must be https:// under "
+                                   "AUTHENTICATION_POLICY=certificate (the client certificate "
+                                   "is our identity)")
+# The address other systems reach us at (registered as accessAddresses): HOST, or this
+# machine's host name when HOST is a wildcard address.
+SERVICE_ADDRESS = env.str("SERVICE_ADDRESS", default="").strip() or (
+    socket.gethostname() if HOST in ("0.0.0.0", "::", "") else HOST)
+if not SERVICE_ADDRESS or any(character.isspace() or character in "/?#@"
+                              for character in SERVICE_ADDRESS):
+    raise ImproperlyConfigured(f"SERVICE_ADDRESS={SERVICE_ADDRESS!r} is not a host name or "
+                               "IP address")
+# How long instance data looked up in the ServiceRegistry is reused (not used yet).
+SERVICE_REGISTRY_CACHE_SECONDS = env.int("SERVICE_REGISTRY_CACHE_SECONDS", default=10)
+if SERVICE_REGISTRY_CACHE_SECONDS < 0:
+    raise ImproperlyConfigured("SERVICE_REGISTRY_CACHE_SECONDS must not be negative, got "
+                               f"{SERVICE_REGISTRY_CACHE_SECONDS}")
+SERVICE_REGISTRY_TIMEOUT_SECONDS = env_positive_seconds("SERVICE_REGISTRY_TIMEOUT_SECONDS", 5)
+# A failed registration is tried again after MIN seconds, doubling up to MAX, until it succeeds.
+SERVICE_REGISTRY_RETRY_MIN_SECONDS = env_positive_seconds("SERVICE_REGISTRY_RETRY_MIN_SECONDS",
+                                                          1)
+SERVICE_REGISTRY_RETRY_MAX_SECONDS = env_positive_seconds("SERVICE_REGISTRY_RETRY_MAX_SECONDS",
+                                                          60)
+if SERVICE_REGISTRY_RETRY_MAX_SECONDS < SERVICE_REGISTRY_RETRY_MIN_SECONDS:
+    raise ImproperlyConfigured("SERVICE_REGISTRY_RETRY_MAX_SECONDS must not be less than "
+                               "SERVICE_REGISTRY_RETRY_MIN_SECONDS")
+# Revocation on shutdown takes at most this long in total, whatever the ServiceRegistry does.
+SERVICE_REGISTRY_REVOKE_SECONDS = env_positive_seconds("SERVICE_REGISTRY_REVOKE_SECONDS", 5)
+# --- end of ServiceRegistry ---------------------------------------------------------------------
 
 # --- Celery (CELERY_BROKER_URL unset: tasks run in-process) ---------------------------------
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or "memory://"

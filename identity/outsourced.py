@@ -188,6 +188,13 @@ class _Login:
 _login_state = _Login()
 
 
+def own_identity_token(rejected: str | None = None) -> str:
+    """Our identity token, for calls this service makes to other systems (the ServiceRegistry);
+    a new one when `rejected` (the token a peer just refused) is still the current one.
+    Raises AuthenticationUnavailable."""
+    return _login_state.token() if rejected is None else _login_state.renew(rejected)
+
+
 def reset_login() -> None:
     """Forget our session, so that the next verification logs in again (e.g. after the
     settings changed; tests use it to start clean)."""

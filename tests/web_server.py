@@ -19,6 +19,14 @@ from tests.worker import ROOT, _database_url
 def gunicorn(env: dict[str, str | None], log_path: Path) -> Iterator[int]:
     """Serve the service with `env` (a None value unsets the variable) on a free loopback
     port; yields the port."""
+    with gunicorn_process(env, log_path) as (_, port):
+        yield port
+
+
+@contextmanager
+def gunicorn_process(env: dict[str, str | None],
+                     log_path: Path) -> Iterator[tuple[subprocess.Popen, int]]:
+    """As `gunicorn`, yielding the master process too (tests that signal it)."""
     port = free_port()
     environment = {**os.environ, "DATABASE_URL": _database_url(), "HOST": "127.0.0.1",
                    "PORT": str(port), "WEB_CONCURRENCY": "1", "SERVE_STATIC": "false", **env}
@@ -29,7 +37,7 @@ def gunicorn(env: dict[str, str | None], log_path: Path) -> Iterator[int]:
              "config.wsgi"], cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT)
         try:
             _wait_until_listening(process, port, log_path)
-            yield port
+            yield process, port
         finally:
             process.terminate()
             try:

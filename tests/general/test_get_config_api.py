@@ -60,7 +60,9 @@ class GetConfigApiTests:
         assert {key: values[key] for key in ("server.address", "server.port", "domain.name",
                                              "max.page.size", "management.policy",
                                              "normalization.mode")} == {
-            "server.address": "0.0.0.0", "server.port": "9000", "domain.name": "0.0.0.0",
+            # domain.name is SERVICE_ADDRESS, resolved from HOST at start-up (docs/local-cloud.md)
+            "server.address": "0.0.0.0", "server.port": "9000",
+            "domain.name": settings.SERVICE_ADDRESS,
             "max.page.size": "50", "management.policy": "sysop-only",
             "normalization.mode": "simple"}
 

@@ -1,0 +1,166 @@
+"""Client of an Arrowhead ServiceRegistry (reference-dynamic §11; audit §2).
+
+Every call carries this system's identity under the active AUTHENTICATION_POLICY, the way the
+Java clients send it (audit §0.1): `declared` (and our own `token` policy, which the
+ServiceRegistry does not know) as `Bearer SYSTEM//<SYSTEM_NAME>`, `outsourced` as
+`Bearer IDENTITY-TOKEN//<token>` from our login at the Authentication system, `certificate` as
+the TLS client certificate (TLS_CERT_FILE) alone. Every way of not getting the expected answer
+raises ServiceRegistryUnavailable, a 503 EXTERNAL_SERVER_ERROR where it reaches a caller.
+
+One function per ServiceRegistry operation; `lookup` (service-discovery) belongs next to them.
+"""
+import http.client
+import json
+import ssl
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from django.conf import settings
+
+from config.exceptions import ExternalServerError
+
+SYSTEM_DISCOVERY = "/serviceregistry/system-discovery"
+SERVICE_DISCOVERY = "/serviceregistry/service-discovery"
+
+# Proxy variables are ignored: the ServiceRegistry is a peer in the local cloud, and a proxy
+# must never see identity tokens.
+_PROXYLESS = urllib.request.ProxyHandler({})
+
+
+class ServiceRegistryUnavailable(ExternalServerError):
+    """The ServiceRegistry could not be reached, or did not answer as expected."""
+
+
+class ServiceRegistryUnreachable(ServiceRegistryUnavailable):
+    """No answer at all: refused, timed out, broken connection."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: Any  # parsed JSON, None when there was none
+
+
+def system_register(body: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
+    """`systemDiscovery`/`register` (201 created, 200 identical one existed)."""
+    return _object(_call("POST", f"{SYSTEM_DISCOVERY}/register", body, timeout), "register")
+
+
+def system_revoke(*, timeout: float | None = None) -> bool:
+    """`systemDiscovery`/`revoke` of this system; whether there was one (200) or not (204)."""
+    return _call("DELETE", f"{SYSTEM_DISCOVERY}/revoke", None, timeout).status == 200
+
+
+def service_register(body: dict[str, Any], *, timeout: float | None = None) -> str:
+    """`serviceDiscovery`/`register` of one instance; its instance id."""
+    answer = _object(_call("POST", f"{SERVICE_DISCOVERY}/register", body, timeout), "register")
+    instance_id = answer.get("instanceId")
+    if not isinstance(instance_id, str) or not instance_id:
+        raise ServiceRegistryUnavailable("ServiceRegistry register answered no instanceId")
+    return instance_id
+
+
+def service_revoke(instance_id: str, *, timeout: float | None = None) -> bool:
+    """`serviceDiscovery`/`revoke` of one of our instances; whether it was there."""
+    path = f"{SERVICE_DISCOVERY}/revoke/{urllib.parse.quote(instance_id, safe='')}"
+    return _call("DELETE", path, None, timeout).status == 200
+
+
+# --- identity -------------------------------------------------------------------------------
+
+def identity_header(rejected: str | None = None) -> str | None:
+    """Our Authorization header; under `outsourced` a fresh token when `rejected` was refused."""
+    policy = settings.AUTHENTICATION_POLICY
+    if policy == "certificate":
+        return None
+    if policy == "outsourced":
+        from identity.outsourced import AuthenticationUnavailable, own_identity_token
+
+        try:
+            return f"Bearer IDENTITY-TOKEN//{own_identity_token(rejected)}"
+        except AuthenticationUnavailable as error:
+            raise ServiceRegistryUnavailable(
+                f"No identity token for the ServiceRegistry: {error}") from error
+    return f"Bearer SYSTEM//{settings.SYSTEM_NAME}"
+
+
+# --- HTTP -----------------------------------------------------------------------------------
+
+def _call(method: str, path: str, body: Any, timeout: float | None) -> Answer:
+    """One call; under `outsourced` once more with a new token if ours was refused (our
+    session is replaced whenever another process of this system logs in)."""
+    authorization = identity_header()
+    answer = _exchange(method, path, body, authorization, timeout)
+    if answer.status == 401 and settings.AUTHENTICATION_POLICY == "outsourced":
+        token = authorization.rpartition("//")[2] if authorization else None
+        answer = _exchange(method, path, body, identity_header(token), timeout)
+    if not 200 <= answer.status < 300:
+        raise ServiceRegistryUnavailable(
+            f"ServiceRegistry {method} {path} answered HTTP {answer.status}{_reason(answer)}")
+    return answer
+
+
+def _exchange(method: str, path: str, body: Any, authorization: str | None,
+              timeout: float | None) -> Answer:
+    # The Java clients send these on every request, with or without a body (audit §0.1).
+    headers = {"Accept": "application/json", "Content-Type": "application/json"}
+    if authorization:
+        headers["Authorization"] = authorization
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(settings.SERVICE_REGISTRY_URL + path, data=data,
+                                     method=method, headers=headers)
+    seconds = settings.SERVICE_REGISTRY_TIMEOUT_SECONDS if timeout is None else timeout
+    try:
+        with _opener().open(request, timeout=seconds) as response:
+            status, raw = response.status, response.read()
+    except urllib.error.HTTPError as error:
+        status, raw = error.code, error.read()
+        error.close()
+    except urllib.error.URLError as error:
+        raise _unreachable(method, path, error.reason, seconds) from error
+    except (OSError, http.client.HTTPException) as error:
+        raise _unreachable(method, path, error, seconds) from error
+    try:
+        return Answer(status, json.loads(raw) if raw.strip() else None)
+    except ValueError:
+        return Answer(status, None)
+
+
+def _object(answer: Answer, operation: str) -> dict[str, Any]:
+    if not isinstance(answer.body, dict):
+        raise ServiceRegistryUnavailable(f"ServiceRegistry {operation} answered no JSON object")
+    return answer.body
+
+
+def _reason(answer: Answer) -> str:
+    """The ServiceRegistry's own errorMessage (its error envelope), when it gave one."""
+    message = answer.body.get("errorMessage") if isinstance(answer.body, dict) else None
+    return f": {message}" if isinstance(message, str) and message else ""
+
+
+def _unreachable(method: str, path: str, reason: object,
+                 timeout: float) -> ServiceRegistryUnreachable:
+    """In the OS's words ('Connection refused'), without errno dressing."""
+    if isinstance(reason, TimeoutError):
+        text = f"timed out after {timeout:g} s"
+    elif isinstance(reason, OSError) and reason.strerror:
+        text = reason.strerror
+    else:
+        text = str(reason) or type(reason).__name__
+    return ServiceRegistryUnreachable(f"ServiceRegistry {method} {path} failed: {text}")
+
+
+@lru_cache(maxsize=1)
+def _opener() -> urllib.request.OpenerDirector:
+    """Plain HTTP, or HTTPS trusting TLS_CA_FILE (the system CAs without it) and presenting our
+    certificate (TLS_CERT_FILE, TLS_KEY_FILE) when we have one."""
+    if not settings.SERVICE_REGISTRY_URL.startswith("https:"):
+        return urllib.request.build_opener(_PROXYLESS)
+    context = ssl.create_default_context(cafile=settings.TLS_CA_FILE or None)
+    if settings.TLS_CERT_FILE:
+        context.load_cert_chain(settings.TLS_CERT_FILE, settings.TLS_KEY_FILE)
+    return urllib.request.build_opener(_PROXYLESS, urllib.request.HTTPSHandler(context=context))

@@ -1,0 +1,170 @@
+"""A small Arrowhead ServiceRegistry on 127.0.0.1 (reference-dynamic §11.1, §11.7), speaking the
+Java DTOs over real HTTP: system-discovery register/revoke and service-discovery
+register/revoke. It records every request and answers with the Java response shapes."""
+import json
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+from urllib.parse import unquote
+
+from tests.fake_authentication import error_body, iso, utc_now
+
+SYSTEM_REGISTER = "/serviceregistry/system-discovery/register"
+SYSTEM_REVOKE = "/serviceregistry/system-discovery/revoke"
+SERVICE_REGISTER = "/serviceregistry/service-discovery/register"
+SERVICE_REVOKE = "/serviceregistry/service-discovery/revoke/"
+
+
+@dataclass(frozen=True)
+class Call:
+    method: str
+    path: str
+    authorization: str | None
+    body: Any  # parsed JSON; None without a body
+
+
+def declared_identity(authorization: str | None) -> str | None:
+    prefix = "Bearer SYSTEM//"
+    if authorization and authorization.startswith(prefix):
+        return authorization[len(prefix):] or None
+    return None
+
+
+class FakeServiceRegistry:
+    """`identify` turns an Authorization header into the caller's system name (None: 401);
+    the declared policy by default. `fail_with` makes every answer that status; `delay`
+    seconds pass before each answer. `stop()` closes the port."""
+
+    def __init__(self, port: int = 0,
+                 identify: Callable[[str | None], str | None] = declared_identity) -> None:
+        self.identify = identify
+        self.fail_with: int | None = None
+        self.delay = 0.0
+        self.calls: list[Call] = []
+        self.systems: dict[str, dict[str, Any]] = {}    # name -> SystemResponseDTO
+        self.instances: dict[str, dict[str, Any]] = {}  # id -> ServiceInstanceResponseDTO
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
+                                        daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self._server.shutdown()
+            self._server.server_close()
+            self._thread.join()
+
+    def wait_for_calls(self, count: int, timeout: float = 20) -> list[Call]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if len(self.calls) >= count:
+                    return list(self.calls)
+            time.sleep(0.05)
+        raise AssertionError(f"{count} ServiceRegistry calls expected, got {self.calls}")
+
+    # --- operations -------------------------------------------------------------------------
+
+    def answer(self, method: str, path: str, name: str, body: Any) -> tuple[int, Any]:
+        if method == "POST" and path == SYSTEM_REGISTER:
+            return self._system_register(name, body)
+        if method == "DELETE" and path == SYSTEM_REVOKE:
+            return self._system_revoke(name)
+        if method == "POST" and path == SERVICE_REGISTER:
+            return self._service_register(name, body)
+        if method == "DELETE" and path.startswith(SERVICE_REVOKE):
+            return self._service_revoke(name, unquote(path[len(SERVICE_REVOKE):]))
+        return 404, error_body(404, "DATA_NOT_FOUND", "Not found", f"{method} {path}")
+
+    def _system_register(self, name: str, body: dict[str, Any]) -> tuple[int, Any]:
+        now = iso(utc_now())
+        system = {"name": name, "metadata": body["metadata"], "version": body["version"],
+                  "addresses": [{"type": "IPV4", "address": address}
+                                for address in body["addresses"]],
+                  "createdAt": now, "updatedAt": now}
+        existed = name in self.systems
+        self.systems[name] = system
+        return (200 if existed else 201), system
+
+    def _system_revoke(self, name: str) -> tuple[int, Any]:
+        if self.systems.pop(name, None) is None:
+            return 204, None
+        self.instances = {key: value for key, value in self.instances.items()
+                          if value["provider"]["name"] != name}
+        return 200, None
+
+    def _service_register(self, name: str, body: dict[str, Any]) -> tuple[int, Any]:
+        if name not in self.systems:
+            return 400, error_body(400, "INVALID_PARAMETER", f"System does not exist: {name}",
+                                   f"POST {SERVICE_REGISTER}")
+        now = iso(utc_now())
+        provider = {key: self.systems[name][key]
+                    for key in ("name", "metadata", "version", "createdAt", "updatedAt")}
+        instance_id = f"{name}|{body['serviceDefinitionName']}|{body['version']}"
+        instance = {"instanceId": instance_id, "provider": provider,
+                    "serviceDefinition": {"name": body["serviceDefinitionName"],
+                                          "createdAt": now, "updatedAt": now},
+                    "version": body["version"], "metadata": body["metadata"],
+                    "interfaces": body["interfaces"], "createdAt": now, "updatedAt": now}
+        self.instances[instance_id] = instance
+        return 201, instance
+
+    def _service_revoke(self, name: str, instance_id: str) -> tuple[int, Any]:
+        instance = self.instances.get(instance_id)
+        if instance is None:
+            return 204, None
+        if instance["provider"]["name"] != name:
+            return 403, error_body(403, "FORBIDDEN", "Revoking other systems' service is "
+                                   "forbidden", f"DELETE {SERVICE_REVOKE}{instance_id}")
+        del self.instances[instance_id]
+        return 200, None
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _serve(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:
+                    body = None
+                authorization = self.headers.get("Authorization")
+                with fake._lock:
+                    fake.calls.append(Call(self.command, self.path, authorization, body))
+                time.sleep(fake.delay)
+                name = fake.identify(authorization)
+                if fake.fail_with is not None:
+                    status = fake.fail_with
+                    return self._send(status, error_body(status, "INTERNAL_SERVER_ERROR",
+                                                         "Broken", self.command))
+                if name is None:
+                    return self._send(401, error_body(401, "AUTH", "Invalid authorization "
+                                                      "header", f"{self.command} {self.path}"))
+                with fake._lock:
+                    self._send(*fake.answer(self.command, self.path, name, body))
+
+            do_POST = do_DELETE = do_GET = _serve
+
+            def _send(self, status: int, body: Any) -> None:
+                content = b"" if body is None else json.dumps(body).encode()
+                self.send_response(status)
+                if body is not None:
+                    self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(content)))
+                self.end_headers()
+                self.wfile.write(content)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        return Handler

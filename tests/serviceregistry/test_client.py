@@ -1,0 +1,63 @@
+"""The ServiceRegistry client against the fake over real HTTP: identity, errors (503)."""
+import pytest
+
+from config.exceptions import ExternalServerError
+from identity.outsourced import reset_login
+from serviceregistry import client
+from tests.endpoints import free_port
+from tests.fake_authentication import FakeAuthentication
+from tests.fake_service_registry import FakeServiceRegistry
+
+NAME = "SimpleStoreServiceOrchestration"
+
+
+@pytest.fixture
+def registry(settings):
+    fake = FakeServiceRegistry()
+    settings.SERVICE_REGISTRY_URL = fake.url
+    client._opener.cache_clear()
+    yield fake
+    fake.stop()
+
+
+class ServiceRegistryClientTests:
+    def test_it_sends_the_declared_identity(self, registry, settings):
+        settings.AUTHENTICATION_POLICY = "declared"
+        assert client.system_revoke() is False
+        assert registry.calls[0].authorization == f"Bearer SYSTEM//{NAME}"
+
+    def test_it_sends_its_identity_token_under_the_outsourced_policy(self, registry, settings):
+        authentication = FakeAuthentication({NAME: "secret"})
+        settings.AUTHENTICATION_POLICY = "outsourced"
+        settings.AUTHENTICATION_SERVICE_URL = authentication.url
+        settings.AUTHENTICATION_PASSWORD = "secret"
+        reset_login()
+        registry.identify = lambda header: NAME if header == (
+            f"Bearer IDENTITY-TOKEN//{authentication.session_token(NAME)}") else None
+        try:
+            client.system_revoke()
+            authentication.close_sessions()  # refused once: a new login, the call again
+            client.system_revoke()
+            assert authentication.logins == 2
+            assert [call.authorization.startswith("Bearer IDENTITY-TOKEN//")
+                    for call in registry.calls] == [True, True, True]
+        finally:
+            reset_login()
+            authentication.stop()
+
+    def test_it_reports_an_error_answer_as_external_server_error(self, registry):
+        with pytest.raises(ExternalServerError) as raised:
+            client.service_register({"serviceDefinitionName": "x", "version": "1.0.0",
+                                     "metadata": {}, "interfaces": []})
+        assert raised.value.status_code == 503
+        assert raised.value.message == ("ServiceRegistry POST /serviceregistry/service-discovery"
+                                        f"/register answered HTTP 400: System does not exist: "
+                                        f"{NAME}")
+
+    def test_it_reports_an_unreachable_service_registry(self, settings):
+        settings.SERVICE_REGISTRY_URL = f"http://127.0.0.1:{free_port()}"
+        client._opener.cache_clear()
+        with pytest.raises(client.ServiceRegistryUnreachable) as raised:
+            client.system_revoke()
+        assert raised.value.message == ("ServiceRegistry DELETE /serviceregistry/"
+                                        "system-discovery/revoke failed: Connection refused")

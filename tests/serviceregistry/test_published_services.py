@@ -1,0 +1,108 @@
+"""What is registered in the ServiceRegistry: the exact Java DTOs, and operations that are
+exactly the paths and methods this service serves (checked against the URL configuration)."""
+import io
+import subprocess
+import uuid
+
+import pytest
+from django.core.management import call_command
+from django.urls import resolve
+
+from config.views import NotFoundApi
+from serviceregistry.published import (
+    SERVICES,
+    public_key_base64,
+    service_register_bodies,
+    system_register_body,
+)
+
+ORCHESTRATION = "/serviceorchestration/orchestration"
+
+
+def operations(*entries: tuple[str, str, str]) -> dict[str, dict[str, str]]:
+    return {name: {"path": path, "method": method} for name, method, path in entries}
+
+
+def interface(base_path: str, ops: dict, template: str = "generic_http",
+              policy: str = "NONE") -> list[dict]:
+    return [{"templateName": template, "protocol": template.removeprefix("generic_"),
+             "policy": policy,
+             "properties": {"accessAddresses": ["orchestrator.local"], "accessPort": 9443,
+                            "basePath": base_path, "operations": ops}}]
+
+
+def expected_bodies(**kwargs) -> list[dict]:
+    services = [
+        ("generalManagement", {}, "/serviceorchestration/general/mgmt",
+         operations(("get-log", "POST", "/logs"), ("get-config", "GET", "/get-config"))),
+        ("serviceOrchestrationPushManagement", {}, f"{ORCHESTRATION}/mgmt/push",
+         operations(("subscribe", "POST", "/subscribe"),
+                    ("unsubscribe", "DELETE", "/unsubscribe/{id}"),
+                    ("trigger", "POST", "/trigger"), ("query", "POST", "/query"))),
+        ("serviceOrchestrationSimpleStoreManagement", {}, f"{ORCHESTRATION}/mgmt/simple-store",
+         operations(("query", "POST", "/query"), ("create", "POST", "/create"),
+                    ("modify-priorities", "PUT", "/modify-priorities"),
+                    ("remove", "DELETE", "/remove"))),
+        ("serviceOrchestrationHistoryManagement", {}, f"{ORCHESTRATION}/mgmt/history",
+         operations(("query", "POST", "/query"))),
+        ("serviceOrchestration",
+         {"orchestrationStrategy": "simpleStore", "unrestrictedDiscovery": True},
+         ORCHESTRATION,
+         operations(("pull", "POST", "/pull"), ("subscribe", "POST", "/subscribe"),
+                    ("unsubscribe", "DELETE", "/unsubscribe/{id}"))),
+    ]
+    return [{"serviceDefinitionName": name, "version": "1.0.0", "expiresAt": None,
+             "metadata": metadata, "interfaces": interface(base, ops, **kwargs)}
+            for name, metadata, base, ops in services]
+
+
+@pytest.fixture
+def published(settings):
+    settings.SERVICE_ADDRESS, settings.PORT = "orchestrator.local", 9443
+    settings.TLS_CERT_FILE = ""
+    settings.AUTHENTICATION_POLICY = "declared"
+    return settings
+
+
+class PublishedServiceTests:
+    def test_it_registers_the_five_services_as_the_java_system(self, published):
+        assert service_register_bodies() == expected_bodies()
+
+    def test_it_registers_generic_https_when_it_serves_tls(self, published):
+        published.TLS_CERT_FILE, published.TLS_KEY_FILE = "cert.pem", "key.pem"
+        assert service_register_bodies() == expected_bodies(template="generic_https")
+
+    def test_it_registers_cert_auth_interfaces_under_the_certificate_policy(self, published):
+        published.TLS_CERT_FILE, published.TLS_KEY_FILE = "cert.pem", "key.pem"
+        published.AUTHENTICATION_POLICY = "certificate"
+        assert service_register_bodies() == expected_bodies(template="generic_https",
+                                                            policy="CERT_AUTH")
+
+    def test_it_registers_the_system_with_the_framework_version(self, published):
+        assert system_register_body() == {"metadata": {}, "version": "5.2.0",
+                                          "addresses": ["orchestrator.local"],
+                                          "deviceName": None}
+
+    def test_it_adds_the_public_key_under_the_certificate_policy(self, published, tmp_path):
+        call_command("make_certificates", str(tmp_path), stdout=io.StringIO())
+        certificate = tmp_path / "SimpleStoreServiceOrchestration.pem"
+        published.TLS_CERT_FILE, published.AUTHENTICATION_POLICY = str(certificate), "certificate"
+        pem = subprocess.run(["openssl", "x509", "-in", str(certificate), "-pubkey", "-noout"],
+                             capture_output=True, text=True, check=True).stdout
+        key = "".join(line for line in pem.splitlines() if not line.startswith("-----"))
+        assert public_key_base64(str(certificate)) == key
+        assert system_register_body()["metadata"] == {"x509PublicKey": key}
+
+
+def served_paths() -> list[tuple[str, str, str]]:
+    return [(service.definition, operation.method,
+             service.base_path + operation.path.replace("{id}", str(uuid.uuid4())))
+            for service in SERVICES for operation in service.operations.values()]
+
+
+class OperationTableTests:
+    @pytest.mark.parametrize("definition, method, path", served_paths())
+    def test_it_registers_only_paths_and_methods_it_serves(self, definition, method, path):
+        view = resolve(path).func.view_class
+        assert view is not NotFoundApi, f"{definition}: {path} is not served"
+        assert hasattr(view, method.lower()), f"{definition}: {path} does not serve {method}"
