@@ -289,10 +289,11 @@ def pagination_schema(*, sort_fields: Sequence[str], default_sort_field: str,
         "the `anyOf`); "
         "(page + 1) × size must stay below 2^62.",
         "properties": {
-            "page": {"type": "integer", "minimum": 0, "nullable": True,
-                     "description": "From 0."},
-            "size": {"type": "integer", "minimum": 1, "maximum": settings.MAX_PAGE_SIZE,
-                     "nullable": True, "description": "1..MAX_PAGE_SIZE."},
+            "page": {"type": "integer", "nullable": True,
+                     "description": "From 0; a negative page is page 0 (the Java PageService)."},
+            "size": {"type": "integer", "maximum": settings.MAX_PAGE_SIZE, "nullable": True,
+                     "description": "At most MAX_PAGE_SIZE; below 1 it is MAX_PAGE_SIZE (the "
+                     "Java PageService)."},
             "direction": {"type": "string", "nullable": True, "maxLength": max_chars,
                           "pattern": _blank_or("[Aa][Ss][Cc]|[Dd][Ee][Ss][Cc]"),
                           "description": f"ASC or DESC in any case; blank: {default_direction}."},

@@ -20,6 +20,13 @@ PULL_EXAMPLE = OpenApiExample("Operation with exclusivity", request_only=True, v
     "orchestrationFlags": {"MATCHMAKING": True},
     "exclusivityDuration": 120,
 })
+# What the Java Arrowhead client's HttpCollectorDriver sends (issue 12, audit S12).
+JAVA_CLIENT_EXAMPLE = OpenApiExample("Java client (HttpCollectorDriver)", request_only=True, value={
+    "serviceRequirement": {"serviceDefinition": "serviceOne",
+                           "interfaceTemplateNames": ["generic_http"]},
+    "orchestrationFlags": {"MATCHMAKING": True, "ALLOW_INTERCLOUD": False,
+                           "ALLOW_TRANSLATION": False},
+})
 
 
 def request_from_body(data) -> OrchestrationRequest:
@@ -33,7 +40,7 @@ class OrchestrationPullApi(APIView):
     identity_unavailable_status = 503  # SPEC §2: outsourced identity unverifiable
 
     @extend_schema(operation_id="pull", tags=["Orchestration"],
-                   request=OrchestrationRequestSerializer, examples=[PULL_EXAMPLE],
+                   request=OrchestrationRequestSerializer, examples=[PULL_EXAMPLE, JAVA_CLIENT_EXAMPLE],
                    responses={200: OrchestrationResponseSerializer,
                               **error_responses(503, body=True)},
                    extensions=null_body_is_absent())

@@ -1,7 +1,8 @@
 """Pull (SPEC §5): the consumer's rules, filtered and enriched with the catalog, ordered,
 reserved, with tokens; recorded as an orchestration job.
 
-Steps, in order: candidates from rules (1); catalog join, unknown and expired instances (2);
+Steps, in order: candidates from rules (1); catalog join: expired instances dropped, unknown
+ones kept with what their id tells, the Java warnings naming what was not evaluated (2);
 versions, alive time, metadata (3); interfaces (4); reservations of others (7, part);
 preferred providers (5); QoS (6); exclusivity and matchmaking (7, 8); tokens (9); flags (10).
 """
@@ -33,7 +34,11 @@ WARN_NOT_EXCLUSIVE = "not_exclusive"
 WARN_AUTO_MATCHMAKING = "auto_matchmaking"
 WARN_NO_TRANSLATION = "translation_not_supported"
 WARN_NO_INTERCLOUD = "intercloud_not_supported"
+# The Java simple store's warnings (OrchestrationValidation.ignoredFieldsToString): `<key>: [a, b]`
+WARN_IGNORED_FIELDS = "ignoredFields"
+WARN_IGNORED_FLAGS = "ignoredFlags"
 QOS_MAX_LATENCY = "maxLatencyMs"
+QOS_FIELD = "qosRequirements"
 
 
 @dataclass
@@ -116,7 +121,7 @@ def _qualifies(candidate: Candidate, run: _Run) -> bool:
     if requirement.versions and candidate.version not in requirement.versions:
         return False
     if instance is None:
-        return not requirement.needs_catalog and not run.request.qos_requirements
+        return True  # kept as the Java simple store keeps it; see _java_warnings
     if instance.expires_at is not None and instance.expires_at <= run.now:
         return False
     if requirement.alives_at and instance.expires_at and instance.expires_at < requirement.alives_at:
@@ -130,9 +135,28 @@ def _qualifies(candidate: Candidate, run: _Run) -> bool:
 
 
 def _within_latency(candidates: list[Candidate], max_latency: int, now) -> list[Candidate]:
+    """Known instances measured within the latency; unknown ones cannot be measured and are
+    kept (named in `ignoredFields`)."""
     latencies = instance_latencies([c.instance.pk for c in candidates if c.instance], now=now)
     return [c for c in candidates
-            if c.instance is not None and latencies.get(c.instance.pk, max_latency + 1) <= max_latency]
+            if c.instance is None or latencies.get(c.instance.pk, max_latency + 1) <= max_latency]
+
+
+def _java_warning(key: str, names) -> str:
+    return f"{key}: [{', '.join(names)}]"
+
+
+def _java_warnings(candidates: list[Candidate], run: _Run, qos: bool) -> list[str]:
+    """The Java simple store's warnings: `ignoredFields` names the conditions that could not
+    be evaluated for the unknown instances among the results (none: no warning), and
+    `ignoredFlags` the flags that were ignored (SPEC §5 steps 2 and 10)."""
+    warnings = []
+    fields = run.request.requirement.catalog_fields + ((QOS_FIELD,) if qos else ())
+    if fields and any(candidate.instance is None for candidate in candidates):
+        warnings.append(_java_warning(WARN_IGNORED_FIELDS, fields))
+    if run.request.ignored_flags:
+        warnings.append(_java_warning(WARN_IGNORED_FLAGS, run.request.ignored_flags))
+    return warnings
 
 
 def _reserve(candidate: Candidate, run: _Run) -> bool:
@@ -256,7 +280,8 @@ def orchestrate(*, consumer: str, request: OrchestrationRequest, now: dt.datetim
         candidates = _within_latency(candidates, max_latency, now)
     candidates = _exclusivity_and_matchmaking(candidates, run)
     tokens = _tokens(candidates, run)
-    return OrchestrationResult([_entry(c, tokens.get(id(c))) for c in candidates], run.warnings)
+    warnings = _java_warnings(candidates, run, qos=max_latency is not None) + run.warnings
+    return OrchestrationResult([_entry(c, tokens.get(id(c))) for c in candidates], warnings)
 
 
 def orchestration_pull(*, requester: str, request: OrchestrationRequest) -> OrchestrationResult:

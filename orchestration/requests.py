@@ -8,12 +8,18 @@ from config.conventions import names
 from config.conventions.timestamps import parse_utc
 from config.conventions.versions import version
 from config.exceptions import InvalidParameter
-from orchestration.types import FLAGS, OrchestrationRequest, ServiceRequirement
+from orchestration.types import FLAGS, IGNORED_FLAGS, OrchestrationRequest, ServiceRequirement
 from store import metadata_requirements
 from store.addresses import ADDRESS_TYPES
 from store.interfaces import POLICIES
 
 _TRUE, _FALSE = "true", "false"
+# The Java simple store lists its ignored flags as it iterates the flag map, a java.util.HashMap
+# of at most six keys: by bucket (the key's String.hashCode spread over 16 buckets: ALLOW_ and
+# ONLY_INTERCLOUD 1, ONLY_EXCLUSIVE 6, ALLOW_TRANSLATION 14), keys of one bucket in request
+# order. We fix ALLOW_INTERCLOUD before ONLY_INTERCLOUD: a subscription's stored request
+# (PostgreSQL jsonb) does not keep key order, and its pushes must not differ by it.
+_JAVA_ORDER = ("ALLOW_INTERCLOUD", "ONLY_INTERCLOUD", "ONLY_EXCLUSIVE", "ALLOW_TRANSLATION")
 
 
 def _requirement_list(values: Sequence | None, message: str, field: str) -> tuple[dict, ...]:
@@ -32,26 +38,34 @@ def _upper_enum(values: Sequence[str | None] | None, empty: str, allowed, invali
     return parsed
 
 
-def parse_flags(raw: dict[str, Any] | None) -> frozenset[str]:
-    """The flags set to true. Keys any case; values JSON booleans or "true"/"false"."""
+def parse_flags(raw: dict[str, Any] | None) -> dict[str, bool]:
+    """Every flag of the request by its normalized name, in request order. Keys any case;
+    values JSON booleans or "true"/"false"."""
     raw = raw or {}
     if any(value is None for value in raw.values()):
         raise InvalidParameter("Orchestration flag map contains null value")
-    flags = set()
+    flags: dict[str, bool] = {}
     for key, value in raw.items():
         name = key.strip().upper()
         if name not in FLAGS:
             raise InvalidParameter(f"Invalid orchestration flag: {name}")
         if isinstance(value, bool):
-            enabled = value
+            flags[name] = value
         elif isinstance(value, str) and value.strip().lower() in (_TRUE, _FALSE):
-            enabled = value.strip().lower() == _TRUE
+            flags[name] = value.strip().lower() == _TRUE
         else:
             raise InvalidParameter(f"Invalid value of orchestration flag {name}: {value} "
                                    "(true or false expected)")
-        if enabled:
-            flags.add(name)
-    return frozenset(flags)
+    return flags
+
+
+def ignored_flags(flags: dict[str, bool], exclusivity_duration: int | None) -> tuple[str, ...]:
+    """The flags present (true or false, as the Java simple store counts them) that we ignore:
+    ALLOW_TRANSLATION, ALLOW_INTERCLOUD, ONLY_INTERCLOUD, and ONLY_EXCLUSIVE without an
+    exclusivity duration; in the Java warning's order."""
+    ignored = [name for name in flags if name in IGNORED_FLAGS
+               or (name == "ONLY_EXCLUSIVE" and exclusivity_duration is None)]
+    return tuple(sorted(ignored, key=_JAVA_ORDER.index))
 
 
 def parse_service_requirement(data: dict[str, Any] | None) -> ServiceRequirement:
@@ -97,19 +111,18 @@ def parse_orchestration_request(data: dict[str, Any] | None) -> OrchestrationReq
     """`data` is the validated body of OrchestrationRequestSerializer (types already right)."""
     data = data or {}
     requirement = parse_service_requirement(data.get("serviceRequirement"))
-    flags = parse_flags(data.get("orchestrationFlags"))
+    raw_flags = parse_flags(data.get("orchestrationFlags"))
     duration = data.get("exclusivityDuration")
     if duration is not None and duration < 1:
         raise InvalidParameter("Exclusivity duration must be greater than 0")
-    if "ONLY_INTERCLOUD" in flags:
-        raise InvalidParameter("ONLY_INTERCLOUD flag is present, but intercloud orchestration "
-                               "is not enabled")
+    ignored = ignored_flags(raw_flags, duration)
+    # ALLOW_* stay among the flags, for their own warnings (SPEC §5 step 10).
+    flags = frozenset(name for name, enabled in raw_flags.items()
+                      if enabled and (name in IGNORED_FLAGS or name not in ignored))
     if "ONLY_PREFERRED" in flags and not requirement.preferred_providers:
         raise InvalidParameter("ONLY_PREFERRED flag is present, but no preferred provider is "
                                "defined")
-    if "ONLY_EXCLUSIVE" in flags and duration is None:
-        raise InvalidParameter("ONLY_EXCLUSIVE flag is present, but no exclusivity duration is "
-                               "defined")
     qos = data.get("qosRequirements")
     return OrchestrationRequest(requirement=requirement, flags=flags,
-                                qos_requirements=qos or None, exclusivity_duration=duration)
+                                qos_requirements=qos or None, exclusivity_duration=duration,
+                                ignored_flags=ignored)

@@ -48,7 +48,10 @@ class OrchestrationRequestSerializer(serializers.Serializer):
     orchestrationFlags = BoundedDictField(
         required=False, allow_null=True,
         help_text="Flag name → true/false (JSON booleans or strings). MATCHMAKING, "
-        "ONLY_PREFERRED, ONLY_EXCLUSIVE, ALLOW_TRANSLATION, ALLOW_INTERCLOUD, ONLY_INTERCLOUD.")
+        "ONLY_PREFERRED, ONLY_EXCLUSIVE, ALLOW_TRANSLATION, ALLOW_INTERCLOUD, ONLY_INTERCLOUD. "
+        "ALLOW_TRANSLATION, ALLOW_INTERCLOUD, ONLY_INTERCLOUD and ONLY_EXCLUSIVE without "
+        "exclusivityDuration are ignored, as the Java simple store ignores them: warning "
+        "`ignoredFlags: [...]`.")
     qosRequirements = BoundedDictField(
         required=False, allow_null=True,
         help_text='{"maxLatencyMs": "<int>"}; needs QOS_ENABLED.')
@@ -95,4 +98,9 @@ class OrchestrationResultEntrySerializer(serializers.Serializer):
 
 class OrchestrationResponseSerializer(serializers.Serializer):
     results = OrchestrationResultEntrySerializer(many=True)
-    warnings = serializers.ListField(child=serializers.CharField())
+    warnings = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="The Java simple store's `ignoredFields: [...]` (conditions not evaluated for "
+        "instances unknown to the catalog) and `ignoredFlags: [...]`, then auto_matchmaking, "
+        "not_exclusive, part_time_exclusivity, translation_not_supported, "
+        "intercloud_not_supported.")

@@ -5,6 +5,9 @@ from typing import Any
 
 FLAGS = ("MATCHMAKING", "ONLY_PREFERRED", "ONLY_EXCLUSIVE", "ALLOW_TRANSLATION",
          "ALLOW_INTERCLOUD", "ONLY_INTERCLOUD")
+# Flags the Java simple store accepts and ignores, which we do not act on either (ONLY_EXCLUSIVE
+# is one too when no exclusivityDuration is given). SPEC §5 step 10.
+IGNORED_FLAGS = ("ALLOW_TRANSLATION", "ALLOW_INTERCLOUD", "ONLY_INTERCLOUD")
 
 
 @dataclass(frozen=True)
@@ -24,12 +27,18 @@ class ServiceRequirement:
     preferred_providers: tuple[str, ...] = ()
 
     @property
-    def needs_catalog(self) -> bool:
-        """Conditions that only the catalog can answer (a rule whose instance the catalog does
-        not know cannot satisfy them). `versions` is not one: the id carries the version."""
-        return bool(self.alives_at or self.metadata_requirements or self.operations
-                    or self.interface_template_names or self.interface_address_types
-                    or self.interface_property_requirements or self.security_policies)
+    def catalog_fields(self) -> tuple[str, ...]:
+        """The conditions given that only an instance's data can answer, by their wire names
+        in the order the Java simple store lists them in `ignoredFields: [...]`: a rule whose
+        instance is unknown is kept without them (SPEC §5 step 2). `versions` is not one: the
+        instance id carries the version."""
+        given = (("operations", self.operations), ("alivesAt", self.alives_at),
+                 ("metadataRequirements", self.metadata_requirements),
+                 ("interfaceTemplateNames", self.interface_template_names),
+                 ("interfaceAddressTypes", self.interface_address_types),
+                 ("interfacePropertyRequirements", self.interface_property_requirements),
+                 ("securityPolicies", self.security_policies))
+        return tuple(name for name, value in given if value)
 
     @property
     def filters_interfaces(self) -> bool:
@@ -44,6 +53,9 @@ class OrchestrationRequest:
     flags: frozenset[str] = frozenset()
     qos_requirements: dict[str, Any] | None = None
     exclusivity_duration: int | None = None
+    # Flags present in the request (true or false) that are ignored, in the order the Java
+    # simple store names them in its `ignoredFlags: [...]` warning.
+    ignored_flags: tuple[str, ...] = ()
 
     def has(self, flag: str) -> bool:
         return flag in self.flags

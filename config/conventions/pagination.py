@@ -2,7 +2,8 @@
 reference-simple §5).
 
 Absent object: the first page of MAX_PAGE_SIZE entries in the endpoint's default order. `page`
-and `size` come together; `page` ≥ 0; 1 ≤ `size` ≤ MAX_PAGE_SIZE; direction ASC/DESC in any
+and `size` come together; `size` ≤ MAX_PAGE_SIZE; then, as the Java PageService normalizes them,
+`page` < 0 is page 0 and `size` < 1 is MAX_PAGE_SIZE (not refused); direction ASC/DESC in any
 case; sort fields are case-sensitive and endpoint-specific.
 """
 from collections.abc import Sequence
@@ -69,11 +70,9 @@ def parse_pagination(
         raise InvalidParameter("If page parameter is defined then size parameter cannot be undefined")
     if size is not None and size > max_size:
         raise InvalidParameter(f"The page size cannot be larger than {max_size}")
-    if size is not None and size < 1:
-        raise InvalidParameter("The page size must be at least 1")
-    if page is not None and page < 0:
-        raise InvalidParameter("The page number cannot be negative")
-    if page is not None and size is not None and (page + 1) * size > MAX_OFFSET:
+    page = max(page or 0, 0)
+    size = size if size is not None and size >= 1 else max_size
+    if (page + 1) * size > MAX_OFFSET:
         raise InvalidParameter("The page number is too large")
 
     direction = _optional_text(data, "direction").upper() or default_direction
@@ -84,7 +83,7 @@ def parse_pagination(
         raise InvalidParameter(
             f"Sort field is invalid. Only the following are allowed: [{', '.join(sort_fields)}]"
         )
-    return PageRequest(page or 0, size or max_size, direction, sort_field)
+    return PageRequest(page, size, direction, sort_field)
 
 
 def order(queryset: QuerySet, page: PageRequest, *, columns: dict[str, str],

@@ -104,10 +104,16 @@ class PaginationTests:
         settings.MAX_PAGE_SIZE = 50
         assert page({"page": 0, "size": 50}).size == 50
         assert page_error({"page": 0, "size": 51}) == "The page size cannot be larger than 50"
-        assert page_error({"page": 0, "size": 0}) == "The page size must be at least 1"
 
-    def test_it_rejects_a_negative_page(self):
-        assert page_error({"page": -1, "size": 5}) == "The page number cannot be negative"
+    def test_it_normalizes_a_size_below_1_to_the_maximum_as_the_java_page_service(self, settings):
+        settings.MAX_PAGE_SIZE = 50
+        assert page({"page": 1, "size": 0}).size == 50
+        assert page({"page": 1, "size": -7}).size == 50
+        assert page({"page": 1, "size": 0}).offset == 50
+
+    def test_it_normalizes_a_negative_page_to_the_first_as_the_java_page_service(self):
+        assert page({"page": -1, "size": 5}).page == 0
+        assert page({"page": -10**19, "size": 5}).offset == 0
 
     def test_it_rejects_an_unknown_direction(self):
         assert page_error({"direction": "UP"}) == (

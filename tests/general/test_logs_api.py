@@ -97,6 +97,13 @@ class LogsQueryApiTests:
         body["pagination"]["page"] = 5
         assert post_logs(api, body).json() == {"entries": [], "count": 4}
 
+    def test_it_normalizes_paging_as_the_java_page_service(self, api, entries):
+        # a negative page is the first, a size below 1 is MAX_PAGE_SIZE (reference-simple §5)
+        body = {"pagination": {"page": -2, "size": 2}}
+        assert messages(post_logs(api, body)) == ["m4", "m3"]
+        body = {"pagination": {"page": 0, "size": 0}}
+        assert messages(post_logs(api, body)) == ["m4", "m3", "m2", "m1", "m0"]
+
     @pytest.mark.parametrize("sort_field, expected", [
         ("logId", ["m0", "m1", "m2", "m3", "m4"]),
         ("entryDate", ["m0", "m1", "m2", "m3", "m4"]),

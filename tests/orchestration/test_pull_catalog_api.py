@@ -1,4 +1,6 @@
-"""Pull honouring the whole service requirement against catalog entries (SPEC §5 steps 2–5)."""
+"""Pull honouring the whole service requirement against catalog entries (SPEC §5 steps 2–5).
+A rule whose instance the catalog does not know (UNKNOWN) is kept, as the Java simple store keeps
+it: the requirements filter known instances only (tests/orchestration/test_pull_java_api.py)."""
 import datetime as dt
 
 import pytest
@@ -85,41 +87,44 @@ class PullCatalogTests:
 
     def test_it_keeps_instances_alive_at_the_requested_time(self, api, catalog):
         in_two_days = utc(timezone.now() + dt.timedelta(days=2))
-        assert instance_ids(pull(api, requirement(alivesAt=in_two_days))) == [B, C]
+        assert instance_ids(pull(api, requirement(alivesAt=in_two_days))) == [B, UNKNOWN, C]
 
     def test_it_filters_by_metadata_requirements(self, api, catalog):
         body = requirement(metadataRequirements=[
             {"unit": "kelvin"}, {"unit": "celsius", "accuracy": {"op": "LESS_THAN", "value": 1}}])
-        assert instance_ids(pull(api, body)) == [B, A]
+        assert instance_ids(pull(api, body)) == [B, UNKNOWN, A]
 
-    def test_it_drops_unknown_instances_when_a_requirement_needs_the_catalog(self, api, catalog):
+    def test_it_keeps_unknown_instances_naming_each_requirement_it_could_not_evaluate(
+            self, api, catalog):
         for fields in ({"metadataRequirements": [{}]}, {"operations": ["query"]},
                        {"interfaceTemplateNames": ["generic_http"]},
                        {"securityPolicies": ["NONE"]}, {"interfaceAddressTypes": ["IPV4"]},
                        {"interfacePropertyRequirements": [{"basePath": "/c"}]},
                        {"alivesAt": utc(timezone.now())}):
-            assert UNKNOWN not in instance_ids(pull(api, requirement(**fields))), fields
+            response = pull(api, requirement(**fields))
+            assert UNKNOWN in instance_ids(response), fields
+            assert response.json()["warnings"] == [f"ignoredFields: [{next(iter(fields))}]"]
 
     def test_it_keeps_unknown_instances_for_version_filters(self, api, catalog):
         assert instance_ids(pull(api, requirement(versions=["1"]))) == [UNKNOWN, A, C]
 
     def test_it_keeps_only_qualifying_interfaces(self, api, catalog):
         response = pull(api, requirement(interfaceTemplateNames=["generic_mqtt"]))
-        assert instance_ids(response) == [A]
-        assert [i["templateName"] for i in response.json()["results"][0]["interfaces"]] == [
+        assert instance_ids(response) == [UNKNOWN, A]
+        assert [i["templateName"] for i in response.json()["results"][1]["interfaces"]] == [
             "generic_mqtt"]
 
     def test_it_filters_interfaces_by_properties(self, api, catalog):
         body = requirement(interfacePropertyRequirements=[{"basePath": "/c"},
                                                           {"accessPort": 1883}])
         response = pull(api, body)
-        assert instance_ids(response) == [A, C]
-        assert [i["templateName"] for i in response.json()["results"][0]["interfaces"]] == [
+        assert instance_ids(response) == [UNKNOWN, A, C]
+        assert [i["templateName"] for i in response.json()["results"][1]["interfaces"]] == [
             "generic_mqtt"]
 
     def test_it_narrows_address_lists_to_the_requested_types(self, api, catalog):
         response = pull(api, requirement(interfaceAddressTypes=["hostname"]))
-        assert instance_ids(response) == [B, A]
+        assert instance_ids(response) == [B, UNKNOWN, A]
         by_id = {r["serviceInstanceId"]: r for r in response.json()["results"]}
         assert by_id[B]["interfaces"][0]["properties"]["accessAddresses"] == ["plant.example.com"]
         assert [i["templateName"] for i in by_id[A]["interfaces"]] == ["generic_mqtt"]
@@ -128,13 +133,13 @@ class PullCatalogTests:
 
     def test_it_filters_by_security_policy(self, api, catalog):
         body = requirement(securityPolicies=["time_limited_token_auth"])
-        assert instance_ids(pull(api, body)) == [B]
+        assert instance_ids(pull(api, body)) == [B, UNKNOWN]
 
     def test_it_requires_declared_operations_but_accepts_interfaces_declaring_none(self, api,
                                                                                      catalog):
         response = pull(api, requirement(operations=["query"]))
-        assert instance_ids(response) == [B, A, C]
-        assert instance_ids(pull(api, requirement(operations=["set-point"]))) == [C]
+        assert instance_ids(response) == [B, UNKNOWN, A, C]
+        assert instance_ids(pull(api, requirement(operations=["set-point"]))) == [UNKNOWN, C]
 
     def test_it_puts_preferred_providers_first_and_can_keep_only_them(self, api, catalog):
         body = requirement(preferredProviders=["provider-c", "ProviderA"])

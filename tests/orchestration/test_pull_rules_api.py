@@ -88,7 +88,8 @@ class ReferenceExampleTests:
 
     def test_it_warns_about_flags_it_does_not_offer(self, api, car_rules):
         response = pull(api, body(ALLOW_TRANSLATION=True, ALLOW_INTERCLOUD="true"))
-        assert response.json()["warnings"] == ["translation_not_supported",
+        assert response.json()["warnings"] == ["ignoredFlags: [ALLOW_INTERCLOUD, ALLOW_TRANSLATION]",
+                                               "translation_not_supported",
                                                "intercloud_not_supported"]
         assert len(response.json()["results"]) == 4
 
@@ -124,10 +125,6 @@ class PullValidationTests:
          "Invalid value of orchestration flag MATCHMAKING: yes (true or false expected)"),
         ({"orchestrationFlags": {"MATCHMAKING": 1}},
          "Invalid value of orchestration flag MATCHMAKING: 1 (true or false expected)"),
-        ({"orchestrationFlags": {"ONLY_INTERCLOUD": True}},
-         "ONLY_INTERCLOUD flag is present, but intercloud orchestration is not enabled"),
-        ({"orchestrationFlags": {"ONLY_EXCLUSIVE": True}},
-         "ONLY_EXCLUSIVE flag is present, but no exclusivity duration is defined"),
         ({"exclusivityDuration": 0}, "Exclusivity duration must be greater than 0"),
         ({"exclusivityDuration": "30"}, "exclusivityDuration: A valid integer is required."),
         ({"exclusivityDuration": 10**15},

@@ -112,10 +112,13 @@ class PullQosTests:
             latency_measured_at=measured - dt.timedelta(seconds=61))
         assert instance_ids(pull(api, {"qosRequirements": {"maxLatencyMs": "100"}})) == [USAGE]
 
-    def test_it_drops_rules_unknown_to_the_catalog(self, api, measured):
+    def test_it_keeps_rules_unknown_to_the_catalog_naming_the_qos_requirement(self, api,
+                                                                              measured):
+        # an unknown instance cannot be measured: kept as the Java simple store keeps it
         make_rules(("CarConsumer1", "Ghost|meter|1.0.0", 9))
-        assert "Ghost|meter|1.0.0" not in instance_ids(
-            pull(api, {"qosRequirements": {"maxLatencyMs": "100"}}))
+        response = pull(api, {"qosRequirements": {"maxLatencyMs": "100"}})
+        assert instance_ids(response) == [TIMED, USAGE, "Ghost|meter|1.0.0"]
+        assert response.json()["warnings"] == ["ignoredFields: [qosRequirements]"]
 
     def test_it_ignores_an_empty_qos_object(self, api, meters):
         assert instance_ids(pull(api, {"qosRequirements": {}})) == [TIMED, USAGE, OPEN]

@@ -129,3 +129,36 @@ class ChangeListenerTests:
         assert CatalogChange.objects.count() == 1  # not processed inside the request
         assert pushed_results() == [[A]]
         assert changes_process() == 1
+
+
+class JavaWarningPushTests:
+    """Pushes re-run pull, so they carry the Java simple store's warnings like a pull (issue 12
+    item 4): an unknown instance is pushed with `ignoredFields`, ignored flags with
+    `ignoredFlags`."""
+
+    def test_it_pushes_unknown_instances_with_the_java_warnings(self, api):
+        make_rules(("TemperatureConsumer", A, 1))
+        body = subscription_body(notify=mqtt_notify("t/java"))
+        body["orchestrationRequest"]["serviceRequirement"]["interfaceTemplateNames"] = [
+            "generic_http"]
+        body["orchestrationRequest"]["orchestrationFlags"] = {
+            "MATCHMAKING": True, "ALLOW_INTERCLOUD": False, "ONLY_INTERCLOUD": True}
+        assert subscribe(api, body, query="?trigger=true").status_code == 201
+        payload = NotificationDelivery.objects.get().payload["payload"]
+        assert [r["serviceInstanceId"] for r in payload["results"]] == [A]
+        assert payload["warnings"] == ["ignoredFields: [interfaceTemplateNames]",
+                                       "ignoredFlags: [ALLOW_INTERCLOUD, ONLY_INTERCLOUD]"]
+
+        # The instance enters the catalog: pushed again, evaluated, without ignoredFields.
+        make_instances(instance_body("ProviderA"))
+        assert changes_process() == 1
+        payload = NotificationDelivery.objects.order_by("created_at").last().payload["payload"]
+        assert payload["results"][0]["interfaces"][0]["templateName"] == "generic_http"
+        assert payload["warnings"] == ["ignoredFlags: [ALLOW_INTERCLOUD, ONLY_INTERCLOUD]"]
+
+    def test_it_accepts_only_exclusive_without_a_duration_in_a_subscription(self, api):
+        body = subscription_body(notify=mqtt_notify("t/java"))
+        body["orchestrationRequest"]["orchestrationFlags"] = {"ONLY_EXCLUSIVE": True}
+        assert subscribe(api, body, query="?trigger=true").status_code == 201
+        assert NotificationDelivery.objects.get().payload["payload"]["warnings"] == [
+            "ignoredFlags: [ONLY_EXCLUSIVE]"]
