@@ -29,6 +29,7 @@ from orchestration.pull import orchestrate, orchestrate_recorded
 from orchestration.requests import parse_orchestration_request
 from orchestration.serializers import OrchestrationResponseSerializer
 from orchestration.types import OrchestrationResult
+from serviceregistry.client import ServiceRegistryUnavailable
 from store.models import CatalogChange, Rule
 from subscriptions.models import Subscription, identity_key
 from subscriptions.requests import SubscribeRequest
@@ -262,11 +263,17 @@ def _changes_flag() -> None:
 
 
 def subscriptions_evaluate_flagged() -> int:
+    """Evaluate the flagged subscriptions. When the ServiceRegistry fails, the round ends
+    there: the rest would wait for it too, and all stay flagged for the next round."""
     pushed = 0
     for subscription_id in Subscription.objects.filter(needs_evaluation=True).values_list(
             "id", flat=True):
         try:
             pushed += subscription_evaluate(subscription_id=subscription_id)
+        except ServiceRegistryUnavailable as error:
+            logger.warning("Evaluating subscription %s needs the ServiceRegistry, which failed "
+                           "(retried next round): %s", subscription_id, error.message)
+            break
         except Exception:
             # One broken subscription must not stop the others; it stays flagged for the next
             # round (the error is in the log and in the job history).
