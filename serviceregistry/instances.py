@@ -121,12 +121,13 @@ _cache = _Cache()
 cache_clear = _cache.clear
 
 
-def registry_instances(instance_ids: Iterable[str]) -> dict[str, RegistryInstance]:
+def registry_instances(instance_ids: Iterable[str], *,
+                       refresh: bool = False) -> dict[str, RegistryInstance]:
     """The instances the ServiceRegistry knows among `instance_ids` (absent: not known), from
-    the cache or one lookup of every id not freshly cached."""
+    the cache or one lookup of every id not freshly cached (with `refresh`: of every id)."""
     ids = sorted(set(instance_ids))
     now = time.monotonic()
-    answers = _cache.fresh(ids, now)
+    answers = {} if refresh else _cache.fresh(ids, now)
     missing = [i for i in ids if i not in answers]
     if missing:
         looked_up = {entry.service_instance_id: entry

@@ -13,9 +13,12 @@ from store.models import CatalogChange
 from subscriptions.models import Subscription
 from subscriptions.services import changes_process
 from tests.endpoints import free_port
-from tests.fake_service_registry import FakeServiceRegistry
 from tests.helpers import assert_error
 from tests.orchestration.helpers import PULL, instance_ids, pull
+from tests.orchestration.test_pull_java_api import (
+    JAVA_COLLECTOR_REQUEST,
+    JAVA_FLAGS_WARNING,
+)
 from tests.store.helpers import http_interface, instance_body, make_instances, make_rules
 from tests.subscriptions.helpers import mqtt_notify, subscribe, subscription_body
 
@@ -24,13 +27,6 @@ pytestmark = pytest.mark.django_db
 ONE, TWO = "ProviderOne|serviceOne|1.0.0", "ProviderTwo|serviceOne|1.0.0"
 OTHER, GHOST = "ProviderOne|serviceTwo|1.0.0", "Ghost|serviceOne|1.0.0"
 EXPIRY = "2099-01-01T00:00:00Z"
-# The request the Java HttpCollectorDriver builds (audit §0.1, S12).
-JAVA_COLLECTOR_REQUEST = {
-    "serviceRequirement": {"serviceDefinition": "serviceOne",
-                           "interfaceTemplateNames": ["generic_http"]},
-    "orchestrationFlags": {"MATCHMAKING": True, "ALLOW_INTERCLOUD": False,
-                           "ALLOW_TRANSLATION": False},
-}
 
 
 def sr_http(port: int = 9001, **overrides) -> dict:
@@ -43,18 +39,6 @@ def sr_mqtt() -> dict:
     return {"templateName": "generic_mqtt", "protocol": "tcp", "policy": "NONE",
             "properties": {"accessAddresses": ["192.168.1.10"], "accessPort": 1883,
                            "baseTopic": "one/", "operations": ["query"]}}
-
-
-@pytest.fixture
-def registry(settings):
-    fake = FakeServiceRegistry()
-    settings.SERVICE_REGISTRY_URL = fake.url
-    settings.SERVICE_REGISTRY_CACHE_SECONDS = 10
-    client._opener.cache_clear()
-    instances.cache_clear()
-    yield fake
-    fake.stop()
-    instances.cache_clear()
 
 
 def requirement(**fields) -> dict:
@@ -124,8 +108,7 @@ class PullFromServiceRegistryTests:
         assert response.status_code == 200, response.content
         [result] = response.json()["results"]
         assert result["interfaces"] == [sr_http(port=8465)]
-        assert response.json()["warnings"] == [
-            "ignoredFlags: [ALLOW_INTERCLOUD, ALLOW_TRANSLATION]"]
+        assert response.json()["warnings"] == [JAVA_FLAGS_WARNING]
 
     def test_it_drops_registry_instances_under_a_latency_requirement(self, api, registry,
                                                                      settings):
