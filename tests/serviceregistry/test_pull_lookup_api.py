@@ -239,3 +239,13 @@ class SubscriptionEvaluationTests:
         assert [[r["serviceInstanceId"] for r in d.payload["payload"]["results"]]
                 for d in NotificationDelivery.objects.order_by("created_at")] == [[ONE],
                                                                                  [ONE, TWO]]
+
+    def test_it_refuses_a_triggered_subscribe_while_the_registry_is_down(self, api, registry):
+        registry.fail_with = 500
+        make_rules(("CarConsumer1", ONE, 1))
+        response = subscribe(api, subscription_body("serviceOne", notify=mqtt_notify("t/sr")),
+                             consumer="CarConsumer1", query="?trigger=true")
+        assert response.status_code == 503, response.content
+        assert response.json()["exceptionType"] == "EXTERNAL_SERVER_ERROR"
+        assert not Subscription.objects.exists()
+        assert not NotificationDelivery.objects.exists()
