@@ -2,6 +2,7 @@
 looked up periodically (one lookup per poll) and those whose data changed since the last
 poll, appeared or went away are recorded as catalog changes (store.changes), which the
 subscriptions app turns into re-evaluations and pushes (docs/local-cloud.md "Polling")."""
+import datetime as dt
 import hashlib
 import json
 
@@ -10,6 +11,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from config.transaction_retry import retry_on_conflict
 from serviceregistry.instances import RegistryInstance, registry_instances
 from serviceregistry.models import PolledInstance
 from store.changes import change_record
@@ -52,10 +54,18 @@ def instances_poll() -> int:
                .values_list("target", flat=True).distinct())
     ids = rule_instance_ids(targets)
     found = registry_instances(ids, refresh=True) if ids else {}
-    seen = {instance_id: fingerprint(found.get(instance_id)) for instance_id in ids}
+    return _changes_record({i: fingerprint(found.get(i)) for i in ids}, now)
+
+
+@retry_on_conflict
+def _changes_record(seen: dict[str, str], now: dt.datetime) -> int:
+    """Store the fingerprints and record the changed ones (polls of several processes may
+    overlap: the rows are locked in one order, and a change reported twice is evaluated once
+    more, which pushes nothing new)."""
+    ids = list(seen)
     with transaction.atomic():
-        previous = dict(PolledInstance.objects.select_for_update()
-                        .filter(instance_id__in=ids).values_list("instance_id", "fingerprint"))
+        previous = dict(PolledInstance.objects.select_for_update().filter(instance_id__in=ids)
+                        .order_by("instance_id").values_list("instance_id", "fingerprint"))
         changed = [i for i in ids if previous.get(i) != seen[i]]
         PolledInstance.objects.bulk_create(
             [PolledInstance(instance_id=i, fingerprint=seen[i], polled_at=now) for i in ids],
