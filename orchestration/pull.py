@@ -23,9 +23,9 @@ from orchestration.types import (
     OrchestrationResult,
     OrchestrationResultEntry,
 )
+from serviceregistry.instances import RegistryInstance
 from store.interfaces import MAX_EXCLUSIVITY_SECONDS, exclusivity_seconds
 from store.metadata_requirements import matches_any, regex_budget
-from serviceregistry.instances import RegistryInstance
 from store.models import Rule, ServiceInstance
 
 logger = logging.getLogger(__name__)
