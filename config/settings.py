@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "orchestration",
     "subscriptions",
     "notifications",
+    "serviceregistry",
 ]
 
 MIDDLEWARE = [
@@ -231,7 +232,7 @@ if not SERVICE_ADDRESS or any(character.isspace() or character in "/?#@"
                               for character in SERVICE_ADDRESS):
     raise ImproperlyConfigured(f"SERVICE_ADDRESS={SERVICE_ADDRESS!r} is not a host name or "
                                "IP address")
-# How long instance data looked up in the ServiceRegistry is reused (not used yet).
+# How long instance data looked up in the ServiceRegistry is reused by pull.
 SERVICE_REGISTRY_CACHE_SECONDS = env.int("SERVICE_REGISTRY_CACHE_SECONDS", default=10)
 if SERVICE_REGISTRY_CACHE_SECONDS < 0:
     raise ImproperlyConfigured("SERVICE_REGISTRY_CACHE_SECONDS must not be negative, got "
@@ -247,6 +248,9 @@ if SERVICE_REGISTRY_RETRY_MAX_SECONDS < SERVICE_REGISTRY_RETRY_MIN_SECONDS:
                                "SERVICE_REGISTRY_RETRY_MIN_SECONDS")
 # Revocation on shutdown takes at most this long in total, whatever the ServiceRegistry does.
 SERVICE_REGISTRY_REVOKE_SECONDS = env_positive_seconds("SERVICE_REGISTRY_REVOKE_SECONDS", 5)
+# With SERVICE_REGISTRY_URL, the instances behind live subscriptions are looked up this often
+# and their changes pushed (the ServiceRegistry has no change events).
+SERVICE_REGISTRY_POLL_SECONDS = env_positive_int("SERVICE_REGISTRY_POLL_SECONDS", 30)
 # --- end of ServiceRegistry ---------------------------------------------------------------------
 
 # --- Celery (CELERY_BROKER_URL unset: tasks run in-process) ---------------------------------
@@ -282,6 +286,12 @@ if QOS_ENABLED:  # the probe connects to provider addresses: only when QoS is sw
     CELERY_BEAT_SCHEDULE["measure-interface-latency"] = {
         "task": "orchestration.measure_interface_latency",
         "schedule": float(QOS_PROBE_INTERVAL_SECONDS),
+    }
+
+if SERVICE_REGISTRY_URL:  # docs/local-cloud.md "Polling"
+    CELERY_BEAT_SCHEDULE["poll-service-registry"] = {
+        "task": "serviceregistry.poll_instances",
+        "schedule": float(SERVICE_REGISTRY_POLL_SECONDS),
     }
 
 # --- History ---------------------------------------------------------------------------------

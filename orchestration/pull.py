@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.utils import timezone
 
-from config.exceptions import ArrowheadError, InvalidParameter
+from config.exceptions import ArrowheadError, ExternalServerError, InvalidParameter
 from orchestration import matching, reservations, selectors
 from orchestration.latency import instance_latencies
 from orchestration.models import OrchestrationJob
@@ -23,6 +23,7 @@ from orchestration.types import (
     OrchestrationResult,
     OrchestrationResultEntry,
 )
+from serviceregistry.instances import RegistryInstance
 from store.interfaces import MAX_EXCLUSIVITY_SECONDS, exclusivity_seconds
 from store.metadata_requirements import matches_any, regex_budget
 from store.models import Rule, ServiceInstance
@@ -46,7 +47,7 @@ class Candidate:
     rule: Rule
     provider: str
     version: str
-    instance: ServiceInstance | None
+    instance: ServiceInstance | RegistryInstance | None
     interfaces: list[dict] | None = None
     exclusive_until: dt.datetime | None = None
     held_by_consumer: bool = False
@@ -136,8 +137,10 @@ def _qualifies(candidate: Candidate, run: _Run) -> bool:
 
 def _within_latency(candidates: list[Candidate], max_latency: int, now) -> list[Candidate]:
     """Known instances measured within the latency; unknown ones cannot be measured and are
-    kept (named in `ignoredFields`)."""
-    latencies = instance_latencies([c.instance.pk for c in candidates if c.instance], now=now)
+    kept (named in `ignoredFields`). ServiceRegistry instances (pk None) are never measured:
+    like an unmeasured catalog instance, they do not qualify."""
+    latencies = instance_latencies([c.instance.pk for c in candidates
+                                    if c.instance and c.instance.pk is not None], now=now)
     return [c for c in candidates
             if c.instance is None or latencies.get(c.instance.pk, max_latency + 1) <= max_latency]
 
@@ -296,11 +299,15 @@ def orchestration_pull(*, requester: str, request: OrchestrationRequest) -> Orch
 def orchestrate_recorded(job: OrchestrationJob, request: OrchestrationRequest,
                          ) -> OrchestrationResult:
     """Orchestrate for `job.target` and record the job once it has ended: DONE with the
-    result count, or ERROR for an unexpected failure (a refused request is not recorded).
+    result count, or ERROR for a failure of ours or of another system (the ServiceRegistry: 503);
+    a refused request is not recorded.
     `job` is new (inserted) or a queued job's row, IN_PROGRESS since `job.started_at`
     (updated)."""
     try:
         result = orchestrate(consumer=job.target, request=request, now=job.started_at)
+    except ExternalServerError as exc:
+        _record(job, OrchestrationJob.Status.ERROR, 0, exc.message)
+        raise
     except ArrowheadError:
         raise
     except Exception as exc:

@@ -7,7 +7,7 @@ ServiceRegistry does not know) as `Bearer SYSTEM//<SYSTEM_NAME>`, `outsourced` a
 the TLS client certificate (TLS_CERT_FILE) alone. Every way of not getting the expected answer
 raises ServiceRegistryUnavailable, a 503 EXTERNAL_SERVER_ERROR where it reaches a caller.
 
-One function per ServiceRegistry operation; `lookup` (service-discovery) belongs next to them.
+One function per ServiceRegistry operation.
 """
 import http.client
 import json
@@ -68,6 +68,17 @@ def service_revoke(instance_id: str, *, timeout: float | None = None) -> bool:
     """`serviceDiscovery`/`revoke` of one of our instances; whether it was there."""
     path = f"{SERVICE_DISCOVERY}/revoke/{urllib.parse.quote(instance_id, safe='')}"
     return _call("DELETE", path, None, timeout).status == 200
+
+
+def service_lookup(instance_ids: list[str], *, timeout: float | None = None) -> list[dict]:
+    """`serviceDiscovery`/`lookup` by instance ids, terse (`verbose=false`): the
+    ServiceInstanceResponseDTO entries the ServiceRegistry knows (reference-dynamic §11.6)."""
+    answer = _object(_call("POST", f"{SERVICE_DISCOVERY}/lookup?verbose=false",
+                           {"instanceIds": list(instance_ids)}, timeout), "lookup")
+    entries = answer.get("entries")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ServiceRegistryUnavailable("ServiceRegistry lookup answered no entries list")
+    return entries
 
 
 # --- identity -------------------------------------------------------------------------------

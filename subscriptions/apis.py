@@ -44,7 +44,8 @@ class SubscribeApi(APIView):
             (201, "text/plain"): OpenApiResponse(OpenApiTypes.UUID, description="Created"),
             (200, "text/plain"): OpenApiResponse(OpenApiTypes.UUID,
                                                  description="Overwritten (same id)"),
-            **error_responses(403, 423, body=True)},
+            # 503: `trigger` orchestrates now, which may need the ServiceRegistry.
+            **error_responses(403, 423, 503, body=True)},
         extensions=body_required())
     def post(self, request: Request) -> HttpResponse:
         trigger = _trigger(request)

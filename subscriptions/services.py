@@ -29,6 +29,8 @@ from orchestration.pull import orchestrate, orchestrate_recorded
 from orchestration.requests import parse_orchestration_request
 from orchestration.serializers import OrchestrationResponseSerializer
 from orchestration.types import OrchestrationResult
+from serviceregistry.client import ServiceRegistryUnavailable
+from serviceregistry.polling import instances_refresh
 from store.models import CatalogChange, Rule
 from subscriptions.models import Subscription, identity_key
 from subscriptions.requests import SubscribeRequest
@@ -262,11 +264,27 @@ def _changes_flag() -> None:
 
 
 def subscriptions_evaluate_flagged() -> int:
+    """Evaluate the flagged subscriptions. With a ServiceRegistry, the instances behind them
+    are looked up again first (one call), so the evaluations read what it holds now. When the
+    ServiceRegistry fails, the round ends there: the rest would wait for it too, and all stay
+    flagged for the next round."""
     pushed = 0
-    for subscription_id in Subscription.objects.filter(needs_evaluation=True).values_list(
-            "id", flat=True):
+    flagged = list(Subscription.objects.filter(needs_evaluation=True).values_list("id",
+                                                                                  "target"))
+    try:
+        if flagged and settings.SERVICE_REGISTRY_URL:
+            instances_refresh({target for _, target in flagged})
+    except ServiceRegistryUnavailable as error:
+        logger.warning("Evaluating subscriptions needs the ServiceRegistry, which failed "
+                       "(retried next round): %s", error.message)
+        return 0
+    for subscription_id, _ in flagged:
         try:
             pushed += subscription_evaluate(subscription_id=subscription_id)
+        except ServiceRegistryUnavailable as error:
+            logger.warning("Evaluating subscription %s needs the ServiceRegistry, which failed "
+                           "(retried next round): %s", subscription_id, error.message)
+            break
         except Exception:
             # One broken subscription must not stop the others; it stays flagged for the next
             # round (the error is in the log and in the job history).

@@ -1,6 +1,7 @@
 """A small Arrowhead ServiceRegistry on 127.0.0.1 (reference-dynamic §11.1, §11.7), speaking the
 Java DTOs over real HTTP: system-discovery register/revoke and service-discovery
-register/revoke. It records every request and answers with the Java response shapes."""
+register/revoke/lookup (§11.6, by instance ids). It records every request and answers with the
+Java response shapes. Tests set the known instances with `put_instance`."""
 import json
 import threading
 import time
@@ -15,6 +16,7 @@ SYSTEM_REGISTER = "/serviceregistry/system-discovery/register"
 SYSTEM_REVOKE = "/serviceregistry/system-discovery/revoke"
 SERVICE_REGISTER = "/serviceregistry/service-discovery/register"
 SERVICE_REVOKE = "/serviceregistry/service-discovery/revoke/"
+SERVICE_LOOKUP = "/serviceregistry/service-discovery/lookup?verbose=false"
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,26 @@ class FakeServiceRegistry:
             time.sleep(0.05)
         raise AssertionError(f"{count} ServiceRegistry calls expected, got {self.calls}")
 
+    def lookups(self) -> list[Call]:
+        with self._lock:
+            return [call for call in self.calls if call.path == SERVICE_LOOKUP]
+
+    def put_instance(self, instance_id: str, *, interfaces: list[dict[str, Any]],
+                     metadata: dict[str, Any] | None = None,
+                     expires_at: str | None = None) -> dict[str, Any]:
+        """Make the instance known (replacing one with its id) as the SR answers it."""
+        provider, definition, version = instance_id.split("|")
+        now = iso(utc_now())
+        instance = {"instanceId": instance_id,
+                    "provider": {"name": provider, "metadata": {}, "version": "1.0.0",
+                                 "createdAt": now, "updatedAt": now},
+                    "serviceDefinition": {"name": definition, "createdAt": now, "updatedAt": now},
+                    "version": version, "expiresAt": expires_at, "metadata": metadata or {},
+                    "interfaces": interfaces, "createdAt": now, "updatedAt": now}
+        with self._lock:
+            self.instances[instance_id] = instance
+        return instance
+
     # --- operations -------------------------------------------------------------------------
 
     def answer(self, method: str, path: str, name: str, body: Any) -> tuple[int, Any]:
@@ -81,6 +103,8 @@ class FakeServiceRegistry:
             return self._system_revoke(name)
         if method == "POST" and path == SERVICE_REGISTER:
             return self._service_register(name, body)
+        if method == "POST" and path == SERVICE_LOOKUP:
+            return self._service_lookup(body)
         if method == "DELETE" and path.startswith(SERVICE_REVOKE):
             return self._service_revoke(name, unquote(path[len(SERVICE_REVOKE):]))
         return 404, error_body(404, "DATA_NOT_FOUND", "Not found", f"{method} {path}")
@@ -113,10 +137,21 @@ class FakeServiceRegistry:
         instance = {"instanceId": instance_id, "provider": provider,
                     "serviceDefinition": {"name": body["serviceDefinitionName"],
                                           "createdAt": now, "updatedAt": now},
-                    "version": body["version"], "metadata": body["metadata"],
+                    "version": body["version"], "expiresAt": body.get("expiresAt"),
+                    "metadata": body["metadata"],
                     "interfaces": body["interfaces"], "createdAt": now, "updatedAt": now}
         self.instances[instance_id] = instance
         return 201, instance
+
+    def _service_lookup(self, body: Any) -> tuple[int, Any]:
+        ids = body.get("instanceIds") if isinstance(body, dict) else None
+        if not ids:
+            return 400, error_body(400, "INVALID_PARAMETER", "One of the following filters must "
+                                   "be used: 'instanceIds', 'providerNames', "
+                                   "'serviceDefinitionNames'", f"POST {SERVICE_LOOKUP}")
+        entries = sorted((self.instances[i] for i in set(ids) if i in self.instances),
+                         key=lambda instance: instance["instanceId"], reverse=True)
+        return 200, {"entries": entries, "count": len(entries)}
 
     def _service_revoke(self, name: str, instance_id: str) -> tuple[int, Any]:
         instance = self.instances.get(instance_id)

@@ -1,0 +1,138 @@
+"""Provider instances from the ServiceRegistry, for pull and subscription evaluation
+(issue 12 item 3; reference-dynamic §11.6; docs/local-cloud.md "Instances from the SR").
+
+`registry_instances(ids)` answers from an in-process cache where it can and asks the
+ServiceRegistry once (one lookup) for all the other ids. Every answer, "not found" included,
+is kept for SERVICE_REGISTRY_CACHE_SECONDS; the cache holds at most CACHE_MAX_ENTRIES ids (the
+oldest go first). A lookup that fails raises ServiceRegistryUnavailable (503): fresh entries
+never need the ServiceRegistry, expired ones are never served.
+
+The entries are adapted to the shape pull reads from a catalog ServiceInstance: `expires_at`,
+`metadata`, `interfaces.all()` (template_name, protocol, policy, properties) and `pk`, which is
+None: the latency probe measures catalog interfaces only, so an SR instance has no measurement.
+"""
+import datetime as dt
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.utils.dateparse import parse_datetime
+
+from serviceregistry import client
+from serviceregistry.client import ServiceRegistryUnavailable
+
+CACHE_MAX_ENTRIES = 10_000
+
+
+@dataclass(frozen=True)
+class RegistryInterface:
+    template_name: str
+    protocol: str
+    policy: str
+    properties: dict[str, Any]
+
+
+class _Interfaces(tuple):
+    """What pull calls on a catalog instance's related manager."""
+
+    def all(self) -> tuple[RegistryInterface, ...]:
+        return tuple(self)
+
+
+@dataclass(frozen=True)
+class RegistryInstance:
+    service_instance_id: str
+    expires_at: dt.datetime | None
+    metadata: dict[str, Any]
+    interfaces: _Interfaces
+    pk: None = None  # not a catalog row: no latency measurement
+
+
+def _malformed(instance_id: object, what: str) -> ServiceRegistryUnavailable:
+    return ServiceRegistryUnavailable(
+        f"ServiceRegistry lookup answered a malformed instance {instance_id}: {what}")
+
+
+def _interface(instance_id: str, data: object) -> RegistryInterface:
+    if not isinstance(data, dict):
+        raise _malformed(instance_id, "an interface is not an object")
+    fields = [data.get(key) for key in ("templateName", "protocol", "policy")]
+    properties = data.get("properties") or {}
+    if not all(isinstance(value, str) for value in fields) or not isinstance(properties, dict):
+        raise _malformed(instance_id, "interface templateName, protocol, policy or properties")
+    return RegistryInterface(*fields, properties)
+
+
+def _expiry(instance_id: str, value: object) -> dt.datetime | None:
+    if value in (None, ""):
+        return None
+    moment = parse_datetime(value) if isinstance(value, str) else None
+    if moment is None or moment.tzinfo is None:
+        raise _malformed(instance_id, f"expiresAt {value!r}")
+    return moment
+
+
+def adapt(entry: dict[str, Any]) -> RegistryInstance:
+    """One ServiceInstanceResponseDTO as pull reads an instance."""
+    instance_id = entry.get("instanceId")
+    if not isinstance(instance_id, str) or not instance_id:
+        raise _malformed(instance_id, "no instanceId")
+    metadata = entry.get("metadata") or {}
+    interfaces = entry.get("interfaces") or []
+    if not isinstance(metadata, dict) or not isinstance(interfaces, list):
+        raise _malformed(instance_id, "metadata or interfaces")
+    return RegistryInstance(instance_id, _expiry(instance_id, entry.get("expiresAt")), metadata,
+                            _Interfaces(_interface(instance_id, i) for i in interfaces))
+
+
+class _Cache:
+    """Instance id -> (monotonic time of the answer, instance or None for "not found")."""
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[str, tuple[float, RegistryInstance | None]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def fresh(self, ids: Iterable[str], now: float) -> dict[str, RegistryInstance | None]:
+        since = now - settings.SERVICE_REGISTRY_CACHE_SECONDS
+        with self._lock:
+            return {i: entry[1] for i in ids
+                    if (entry := self._entries.get(i)) is not None and entry[0] > since}
+
+    def store(self, answers: dict[str, RegistryInstance | None], now: float) -> None:
+        if settings.SERVICE_REGISTRY_CACHE_SECONDS <= 0:
+            return
+        with self._lock:
+            for instance_id, instance in answers.items():
+                self._entries.pop(instance_id, None)
+                self._entries[instance_id] = (now, instance)
+            while len(self._entries) > CACHE_MAX_ENTRIES:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+_cache = _Cache()
+cache_clear = _cache.clear
+
+
+def registry_instances(instance_ids: Iterable[str], *,
+                       refresh: bool = False) -> dict[str, RegistryInstance]:
+    """The instances the ServiceRegistry knows among `instance_ids` (absent: not known), from
+    the cache or one lookup of every id not freshly cached (with `refresh`: of every id)."""
+    ids = sorted(set(instance_ids))
+    now = time.monotonic()
+    answers = {} if refresh else _cache.fresh(ids, now)
+    missing = [i for i in ids if i not in answers]
+    if missing:
+        looked_up = {entry.service_instance_id: entry
+                     for entry in map(adapt, client.service_lookup(missing))}
+        fetched = {i: looked_up.get(i) for i in missing}
+        _cache.store(fetched, now)
+        answers.update(fetched)
+    return {i: instance for i, instance in answers.items() if instance is not None}

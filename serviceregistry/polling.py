@@ -1,0 +1,76 @@
+"""The ServiceRegistry has no change events: the instances behind live subscriptions are
+looked up periodically (one lookup per poll) and those whose data changed since the last
+poll, appeared or went away are recorded as catalog changes (store.changes), which the
+subscriptions app turns into re-evaluations and pushes (docs/local-cloud.md "Polling")."""
+import datetime as dt
+import hashlib
+import json
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from config.transaction_retry import retry_on_conflict
+from serviceregistry.instances import RegistryInstance, registry_instances
+from serviceregistry.models import PolledInstance
+from store.changes import change_record
+from store.models import Rule
+from subscriptions.models import Subscription
+
+
+def rule_instance_ids(consumers) -> list[str]:
+    """The instance ids of the consumers' rules, sorted (one query)."""
+    return sorted(set(Rule.objects.filter(consumer__in=list(consumers))
+                      .values_list("service_instance_id", flat=True)))
+
+
+def instances_refresh(consumers) -> None:
+    """Look the consumers' rule instances up again (one call), so that the evaluations that
+    follow read what the ServiceRegistry holds now, not an older cached answer."""
+    ids = rule_instance_ids(consumers)
+    if ids:
+        registry_instances(ids, refresh=True)
+
+
+def fingerprint(instance: RegistryInstance | None) -> str:
+    if instance is None:
+        return ""
+    data = {"expiresAt": instance.expires_at.isoformat() if instance.expires_at else None,
+            "metadata": instance.metadata,
+            "interfaces": [[i.template_name, i.protocol, i.policy, i.properties]
+                           for i in instance.interfaces.all()]}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def instances_poll() -> int:
+    """One poll; returns how many instances changed (an instance seen for the first time
+    counts: the subscriptions behind it are evaluated once more). A failing ServiceRegistry
+    raises ServiceRegistryUnavailable; the next poll tries again, nothing is lost."""
+    if not settings.SERVICE_REGISTRY_URL:
+        return 0
+    now = timezone.now()
+    targets = (Subscription.objects.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+               .values_list("target", flat=True).distinct())
+    ids = rule_instance_ids(targets)
+    found = registry_instances(ids, refresh=True) if ids else {}
+    return _changes_record({i: fingerprint(found.get(i)) for i in ids}, now)
+
+
+@retry_on_conflict
+def _changes_record(seen: dict[str, str], now: dt.datetime) -> int:
+    """Store the fingerprints and record the changed ones (polls of several processes may
+    overlap: the rows are locked in one order, and a change reported twice is evaluated once
+    more, which pushes nothing new)."""
+    ids = list(seen)
+    with transaction.atomic():
+        previous = dict(PolledInstance.objects.select_for_update().filter(instance_id__in=ids)
+                        .order_by("instance_id").values_list("instance_id", "fingerprint"))
+        changed = [i for i in ids if previous.get(i) != seen[i]]
+        PolledInstance.objects.bulk_create(
+            [PolledInstance(instance_id=i, fingerprint=seen[i], polled_at=now) for i in ids],
+            update_conflicts=True, unique_fields=["instance_id"],
+            update_fields=["fingerprint", "polled_at"])
+        PolledInstance.objects.filter(polled_at__lt=now).delete()  # no subscription behind
+        change_record(instance_ids=changed)
+    return len(changed)

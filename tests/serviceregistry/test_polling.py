@@ -1,0 +1,109 @@
+"""Polling the ServiceRegistry for the instances behind live subscriptions (issue 12 item 3):
+a changed, new or revoked instance becomes a catalog change, and the subscriptions behind it
+are pushed when their result changed. The fake SR answers over real HTTP; tasks run eagerly."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from notifications.models import NotificationDelivery
+from serviceregistry.models import PolledInstance
+from serviceregistry.tasks import poll_instances_task
+from store.models import CatalogChange
+from subscriptions.models import Subscription
+from subscriptions.services import changes_process
+from tests.store.helpers import http_interface, make_rules
+from tests.subscriptions.helpers import mqtt_notify, subscribe, subscription_body
+from tests.worker import ROOT
+
+pytestmark = pytest.mark.django_db
+
+ONE, TWO = "ProviderOne|serviceOne|1.0.0", "ProviderTwo|serviceOne|1.0.0"
+
+
+@pytest.fixture
+def subscription(api, registry):
+    registry.put_instance(ONE, interfaces=[http_interface()], metadata={"v": 1})
+    make_rules(("CarConsumer1", ONE, 1))
+    subscribe(api, subscription_body("serviceOne", notify=mqtt_notify("t/poll")),
+              consumer="CarConsumer1", query="?trigger=true")
+    poll_instances_task()  # the first sight of ONE
+    changes_process()
+    return Subscription.objects.get()
+
+
+def pushed() -> list[list]:
+    return [[(r["serviceInstanceId"], r.get("metadata")) for r in d.payload["payload"]["results"]]
+            for d in NotificationDelivery.objects.order_by("created_at")]
+
+
+class PollingTests:
+    def test_it_records_an_instance_seen_for_the_first_time(self, api, registry):
+        registry.put_instance(ONE, interfaces=[http_interface()])
+        make_rules(("CarConsumer1", ONE, 1))
+        subscribe(api, subscription_body("serviceOne", notify=mqtt_notify("t/poll")),
+                  consumer="CarConsumer1")
+        CatalogChange.objects.all().delete()
+        assert poll_instances_task() == 1
+        assert CatalogChange.objects.get().instance_ids == [ONE]
+        assert PolledInstance.objects.get().instance_id == ONE
+
+    def test_it_pushes_when_a_registry_instance_changes(self, registry, subscription):
+        registry.put_instance(ONE, interfaces=[http_interface()], metadata={"v": 2})
+        assert poll_instances_task() == 1
+        assert changes_process() == 1
+        assert pushed() == [[(ONE, {"v": 1})], [(ONE, {"v": 2})]]
+
+    def test_it_pushes_when_a_registry_instance_is_revoked(self, registry, subscription):
+        registry.instances.clear()
+        assert poll_instances_task() == 1
+        assert changes_process() == 1
+        assert pushed() == [[(ONE, {"v": 1})], [(ONE, None)]]  # kept, as unknown
+
+    def test_it_records_nothing_when_nothing_changed(self, registry, subscription):
+        assert poll_instances_task() == 0
+        assert not CatalogChange.objects.exists()
+        assert len(pushed()) == 1
+
+    def test_it_looks_up_all_subscribed_instances_in_one_call(self, registry, subscription):
+        make_rules(("CarConsumer1", TWO, 2), ("NobodySubscribed", "X|serviceOne|1.0.0", 1))
+        before = len(registry.lookups())
+        poll_instances_task()
+        assert [call.body for call in registry.lookups()[before:]] == [
+            {"instanceIds": [ONE, TWO]}]
+
+    def test_it_asks_nothing_without_live_subscriptions(self, registry):
+        make_rules(("CarConsumer1", ONE, 1))
+        assert poll_instances_task() == 0
+        assert registry.calls == []
+
+    def test_it_survives_a_failing_registry_and_catches_up(self, registry, subscription):
+        registry.fail_with = 500
+        registry.put_instance(ONE, interfaces=[http_interface()], metadata={"v": 2})
+        assert poll_instances_task() == 0
+        assert not CatalogChange.objects.exists()
+        registry.fail_with = None
+        assert poll_instances_task() == 1
+        assert changes_process() == 1
+        assert pushed()[-1] == [(ONE, {"v": 2})]
+
+    def test_it_forgets_instances_no_subscription_needs_anymore(self, registry,
+                                                                subscription):
+        Subscription.objects.all().delete()
+        poll_instances_task()
+        assert not PolledInstance.objects.exists()
+
+
+def beat_entries(**env: str) -> str:
+    return subprocess.run(
+        [sys.executable, "-c", "from django.conf import settings; "
+                               "print(sorted(settings.CELERY_BEAT_SCHEDULE))"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", **env}).stdout
+
+
+class PollScheduleTests:
+    def test_it_is_scheduled_only_with_a_service_registry(self):
+        assert "poll-service-registry" in beat_entries(SERVICE_REGISTRY_URL="http://127.0.0.1:1")
+        assert "poll-service-registry" not in beat_entries(SERVICE_REGISTRY_URL="")
