@@ -168,10 +168,10 @@ AUTHENTICATION_SERVICE_URL = env.str("AUTHENTICATION_SERVICE_URL", default="").r
 AUTHENTICATION_PASSWORD = env.str("AUTHENTICATION_PASSWORD", default="")
 AUTHENTICATION_CACHE_SECONDS = env.int("AUTHENTICATION_CACHE_SECONDS", default=30)
 AUTHENTICATION_TIMEOUT_SECONDS = env.float("AUTHENTICATION_TIMEOUT_SECONDS", default=5.0)
-if AUTHENTICATION_POLICY == "outsourced" and not (AUTHENTICATION_SERVICE_URL
-                                                  and AUTHENTICATION_PASSWORD):
-    raise ImproperlyConfigured("AUTHENTICATION_POLICY=outsourced needs AUTHENTICATION_SERVICE_URL "
-                               "and AUTHENTICATION_PASSWORD")
+# Without AUTHENTICATION_SERVICE_URL the Authentication system is found through the
+# ServiceRegistry (checked after SERVICE_REGISTRY_URL below).
+if AUTHENTICATION_POLICY == "outsourced" and not AUTHENTICATION_PASSWORD:
+    raise ImproperlyConfigured("AUTHENTICATION_POLICY=outsourced needs AUTHENTICATION_PASSWORD")
 # generic_https: gunicorn serves TLS with these; TLS_CA_FILE also asks clients for certificates
 # (the certificate policy identifies systems by them).
 TLS_CERT_FILE = env.str("TLS_CERT_FILE", default="")
@@ -224,6 +224,10 @@ if SERVICE_REGISTRY_URL:
         raise ImproperlyConfigured("SERVICE_REGISTRY_URL must be https:// under "
                                    "AUTHENTICATION_POLICY=certificate (the client certificate "
                                    "is our identity)")
+if AUTHENTICATION_POLICY == "outsourced" and not (AUTHENTICATION_SERVICE_URL
+                                                  or SERVICE_REGISTRY_URL):
+    raise ImproperlyConfigured("AUTHENTICATION_POLICY=outsourced needs AUTHENTICATION_SERVICE_URL "
+                               "or SERVICE_REGISTRY_URL (to find the Authentication system)")
 # The address other systems reach us at (registered as accessAddresses): HOST, or this
 # machine's host name when HOST is a wildcard address.
 SERVICE_ADDRESS = env.str("SERVICE_ADDRESS", default="").strip() or (

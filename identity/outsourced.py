@@ -61,10 +61,104 @@ class _Verification:
     expires_at: dt.datetime | None  # of the caller's session, when the answer names it
 
 
+# --- where the Authentication system is -----------------------------------------------------
+
+# Today's layout of the reference (§13.1): basePath `/authentication/identity`, operations
+# relative to it; used when AUTHENTICATION_SERVICE_URL is set or the SR names no operations.
+_BASE_PATH = "/authentication/identity"
+_OPERATION_PATHS = {LOGIN: "/login", VERIFY: "/verify"}
+_SCHEMES = {"generic_http": "http", "generic_https": "https"}
+
+
+@dataclass(frozen=True)
+class _Location:
+    origin: str               # scheme://host:port
+    paths: dict[str, str]     # operation -> absolute path
+
+
+def _configured_location() -> _Location:
+    return _Location(settings.AUTHENTICATION_SERVICE_URL,
+                     {op: _BASE_PATH + path for op, path in _OPERATION_PATHS.items()})
+
+
+def _discover() -> _Location:
+    """The first generic_http(s) interface of an `identity` instance in the ServiceRegistry,
+    asked without our identity (we have none before login: reference-dynamic §13.2)."""
+    from serviceregistry.client import ServiceRegistryUnavailable, service_lookup_by_definition
+
+    if not settings.SERVICE_REGISTRY_URL:
+        raise AuthenticationUnavailable("neither AUTHENTICATION_SERVICE_URL nor "
+                                        "SERVICE_REGISTRY_URL is set")
+    try:
+        entries = service_lookup_by_definition(["identity"], authenticated=False)
+    except ServiceRegistryUnavailable as error:
+        raise AuthenticationUnavailable(f"identity lookup failed: {error.message}") from error
+    for entry in entries:
+        interfaces = entry.get("interfaces")
+        for interface in interfaces if isinstance(interfaces, list) else []:
+            location = _http_location(interface)
+            if location is not None:
+                logger.info("Found the Authentication system at %s", location.origin)
+                return location
+    raise AuthenticationUnavailable("the ServiceRegistry knows no identity service with an "
+                                    "HTTP interface")
+
+
+def _http_location(interface: object) -> _Location | None:
+    """`<protocol>://<accessAddresses[0]>:<accessPort>` and basePath + operation paths
+    (reference-dynamic §11.2); None for an interface we cannot call."""
+    if not isinstance(interface, dict) or not isinstance(interface.get("properties"), dict):
+        return None
+    scheme, properties = _SCHEMES.get(interface.get("templateName")), interface["properties"]
+    addresses, port = properties.get("accessAddresses"), properties.get("accessPort")
+    if scheme is None or not isinstance(addresses, list) or not addresses \
+            or not isinstance(addresses[0], str) or not addresses[0].strip() \
+            or type(port) is not int or not 0 < port < 65536:
+        return None
+    host = addresses[0].strip()
+    host = f"[{host}]" if ":" in host else host
+    base = properties.get("basePath")
+    base = base.rstrip("/") if isinstance(base, str) else _BASE_PATH
+    operations = properties.get("operations")
+    operations = operations if isinstance(operations, dict) else {}
+    paths = {}
+    for operation, default in _OPERATION_PATHS.items():
+        named = operations.get(operation)
+        path = named.get("path") if isinstance(named, dict) else None
+        paths[operation] = base + (path.rstrip("/") if isinstance(path, str) and path
+                                   else default)
+    return _Location(f"{scheme}://{host}:{port}", paths)
+
+
+class _Locator:
+    """The discovered location, kept per process until a call to it fails to connect (the
+    Authentication system moved); AUTHENTICATION_SERVICE_URL, when set, wins without a lookup."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._found: _Location | None = None
+
+    def location(self) -> _Location:
+        if settings.AUTHENTICATION_SERVICE_URL:
+            return _configured_location()
+        with self._lock:
+            if self._found is None:
+                self._found = _discover()
+            return self._found
+
+    def forget(self) -> None:
+        with self._lock:
+            self._found = None
+
+
+_locator = _Locator()
+
+
 # --- HTTP -----------------------------------------------------------------------------------
 
-def _url(path: str) -> str:
-    return f"{settings.AUTHENTICATION_SERVICE_URL}/authentication/identity/{path}"
+def _url(operation: str, suffix: str = "") -> str:
+    location = _locator.location()
+    return location.origin + location.paths[operation] + suffix
 
 
 def _exchange(operation: str, request: urllib.request.Request) -> _Answer:
@@ -78,8 +172,10 @@ def _exchange(operation: str, request: urllib.request.Request) -> _Answer:
         error.close()
         status, raw = error.code, b""
     except urllib.error.URLError as error:
+        _locator.forget()
         raise _unreachable(operation, error.reason, timeout) from error
     except (OSError, http.client.HTTPException) as error:
+        _locator.forget()
         raise _unreachable(operation, error, timeout) from error
     if status >= 500:
         raise AuthenticationUnavailable(f"{operation} answered HTTP {status}")
@@ -142,7 +238,7 @@ def _login() -> _Session:
     body = {"systemName": settings.SYSTEM_NAME,
             "credentials": {"password": settings.AUTHENTICATION_PASSWORD}}
     request = urllib.request.Request(
-        _url("login"), data=json.dumps(body).encode(), method="POST",
+        _url(LOGIN), data=json.dumps(body).encode(), method="POST",
         headers={"Content-Type": "application/json", "Accept": "application/json"})
     answer = _exchange(LOGIN, request)
     if answer.status == 401:
@@ -196,16 +292,18 @@ def own_identity_token(rejected: str | None = None) -> str:
 
 
 def reset_login() -> None:
-    """Forget our session, so that the next verification logs in again (e.g. after the
-    settings changed; tests use it to start clean)."""
+    """Forget our session and where the Authentication system is, so that the next
+    verification finds it and logs in again (e.g. after the settings changed; tests use it to
+    start clean)."""
     _login_state.forget()
+    _locator.forget()
 
 
 # --- verification ---------------------------------------------------------------------------
 
 def _verify_request(token: str, ours: str) -> urllib.request.Request:
     return urllib.request.Request(
-        _url(f"verify/{urllib.parse.quote(token, safe='')}"), method="GET",
+        _url(VERIFY, f"/{urllib.parse.quote(token, safe='')}"), method="GET",
         headers={"Accept": "application/json",
                  "Authorization": f"Bearer IDENTITY-TOKEN//{ours}"})
 

@@ -73,8 +73,23 @@ def service_revoke(instance_id: str, *, timeout: float | None = None) -> bool:
 def service_lookup(instance_ids: list[str], *, timeout: float | None = None) -> list[dict]:
     """`serviceDiscovery`/`lookup` by instance ids, terse (`verbose=false`): the
     ServiceInstanceResponseDTO entries the ServiceRegistry knows (reference-dynamic §11.6)."""
-    answer = _object(_call("POST", f"{SERVICE_DISCOVERY}/lookup?verbose=false",
-                           {"instanceIds": list(instance_ids)}, timeout), "lookup")
+    return _lookup({"instanceIds": list(instance_ids)}, timeout=timeout)
+
+
+def service_lookup_by_definition(names: list[str], *, authenticated: bool = True,
+                                 timeout: float | None = None) -> list[dict]:
+    """`serviceDiscovery`/`lookup` by service definition names, terse. `authenticated=False`
+    sends no Authorization header: the ServiceRegistry lets the lookup of `["identity"]`
+    through unauthenticated under `outsourced`, and we need the Authentication system it finds
+    before we have a token (reference-dynamic §13.2)."""
+    return _lookup({"serviceDefinitionNames": list(names)}, authenticated=authenticated,
+                   timeout=timeout)
+
+
+def _lookup(body: dict[str, Any], *, authenticated: bool = True,
+            timeout: float | None) -> list[dict]:
+    answer = _object(_call("POST", f"{SERVICE_DISCOVERY}/lookup?verbose=false", body, timeout,
+                           authenticated=authenticated), "lookup")
     entries = answer.get("entries")
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise ServiceRegistryUnavailable("ServiceRegistry lookup answered no entries list")
@@ -101,12 +116,13 @@ def identity_header(rejected: str | None = None) -> str | None:
 
 # --- HTTP -----------------------------------------------------------------------------------
 
-def _call(method: str, path: str, body: Any, timeout: float | None) -> Answer:
+def _call(method: str, path: str, body: Any, timeout: float | None, *,
+          authenticated: bool = True) -> Answer:
     """One call; under `outsourced` once more with a new token if ours was refused (our
     session is replaced whenever another process of this system logs in)."""
-    authorization = identity_header()
+    authorization = identity_header() if authenticated else None
     answer = _exchange(method, path, body, authorization, timeout)
-    if answer.status == 401 and settings.AUTHENTICATION_POLICY == "outsourced":
+    if answer.status == 401 and authenticated and settings.AUTHENTICATION_POLICY == "outsourced":
         token = authorization.rpartition("//")[2] if authorization else None
         answer = _exchange(method, path, body, identity_header(token), timeout)
     if not 200 <= answer.status < 300:

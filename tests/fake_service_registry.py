@@ -1,6 +1,7 @@
 """A small Arrowhead ServiceRegistry on 127.0.0.1 (reference-dynamic §11.1, §11.7), speaking the
 Java DTOs over real HTTP: system-discovery register/revoke and service-discovery
-register/revoke/lookup (§11.6, by instance ids). It records every request and answers with the
+register/revoke/lookup (§11.6, by instance ids and by service definition names; the
+`identity` lookup needs no identity, §13.2). It records every request and answers with the
 Java response shapes. Tests set the known instances with `put_instance`."""
 import json
 import threading
@@ -32,6 +33,13 @@ def declared_identity(authorization: str | None) -> str | None:
     if authorization and authorization.startswith(prefix):
         return authorization[len(prefix):] or None
     return None
+
+
+def is_identity_lookup(path: str, body: Any) -> bool:
+    """The one request the reference lets through unauthenticated under `outsourced`, so that
+    clients can find the Authentication system (reference-dynamic §13.2)."""
+    return path == SERVICE_LOOKUP and isinstance(body, dict) \
+        and body.get("serviceDefinitionNames") == ["identity"]
 
 
 class FakeServiceRegistry:
@@ -144,12 +152,16 @@ class FakeServiceRegistry:
         return 201, instance
 
     def _service_lookup(self, body: Any) -> tuple[int, Any]:
-        ids = body.get("instanceIds") if isinstance(body, dict) else None
-        if not ids:
+        body = body if isinstance(body, dict) else {}
+        ids, definitions = body.get("instanceIds"), body.get("serviceDefinitionNames")
+        if not ids and not definitions:
             return 400, error_body(400, "INVALID_PARAMETER", "One of the following filters must "
                                    "be used: 'instanceIds', 'providerNames', "
                                    "'serviceDefinitionNames'", f"POST {SERVICE_LOOKUP}")
-        entries = sorted((self.instances[i] for i in set(ids) if i in self.instances),
+        entries = sorted((instance for key, instance in self.instances.items()
+                          if (not ids or key in ids) and (
+                              not definitions
+                              or instance["serviceDefinition"]["name"] in definitions)),
                          key=lambda instance: instance["instanceId"], reverse=True)
         return 200, {"entries": entries, "count": len(entries)}
 
@@ -182,7 +194,7 @@ class FakeServiceRegistry:
                     status = fake.fail_with
                     return self._send(status, error_body(status, "INTERNAL_SERVER_ERROR",
                                                          "Broken", self.command))
-                if name is None:
+                if name is None and not is_identity_lookup(self.path, body):
                     return self._send(401, error_body(401, "AUTH", "Invalid authorization "
                                                       "header", f"{self.command} {self.path}"))
                 with fake._lock:

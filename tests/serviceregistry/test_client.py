@@ -61,3 +61,19 @@ class ServiceRegistryClientTests:
             client.system_revoke()
         assert raised.value.message == ("ServiceRegistry DELETE /serviceregistry/"
                                         "system-discovery/revoke failed: Connection refused")
+
+
+class ServiceLookupByDefinitionTests:
+    def test_it_looks_up_identity_without_an_authorization_header(self, registry, settings):
+        settings.AUTHENTICATION_POLICY = "outsourced"
+        registry.put_instance("Authentication|identity|5.0.0", interfaces=[])
+        registry.put_instance("Other|temperature|1.0.0", interfaces=[])
+        entries = client.service_lookup_by_definition(["identity"], authenticated=False)
+        assert [entry["instanceId"] for entry in entries] == ["Authentication|identity|5.0.0"]
+        assert registry.calls[0].authorization is None
+
+    def test_it_reports_a_refusal_as_external_server_error(self, registry):
+        with pytest.raises(client.ServiceRegistryUnavailable) as raised:
+            client.service_lookup_by_definition(["temperature"], authenticated=False)
+        assert raised.value.status_code == 503
+        assert "answered HTTP 401: Invalid authorization header" in raised.value.message
