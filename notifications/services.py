@@ -76,12 +76,13 @@ def _supersede_pending(*, subscription_id: uuid.UUID, now: datetime) -> int:
     ).update(status=Status.CANCELLED, last_error=SUPERSEDED, updated_at=now)
 
 
-def deliveries_cancel(*, subscription_id: uuid.UUID, reason: str) -> int:
-    """Stop every unfinished delivery of a subscription (unsubscribed, notify interface
-    replaced). A send already in flight still completes, but its outcome is not recorded over
-    the cancellation and it is never retried. Returns how many were cancelled."""
+def deliveries_cancel(*, subscription_ids: Iterable[uuid.UUID], reason: str) -> int:
+    """Stop every unfinished delivery of the subscriptions (unsubscribed, expired, notify
+    interface replaced), in one statement. A send already in flight still completes, but its
+    outcome is not recorded over the cancellation and it is never retried. Returns how many
+    were cancelled."""
     return NotificationDelivery.objects.filter(
-        subscription_id=subscription_id, status__in=(Status.PENDING, Status.SENDING)
+        subscription_id__in=list(subscription_ids), status__in=(Status.PENDING, Status.SENDING)
     ).update(status=Status.CANCELLED, last_error=reason, updated_at=timezone.now())
 
 

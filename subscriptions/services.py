@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count
 from django.utils import timezone
 from rest_framework.utils.encoders import JSONEncoder
 
@@ -48,7 +49,7 @@ def _expiry(duration: int | None, now: dt.datetime) -> dt.datetime | None:
 def _apply(subscription: Subscription, subscribe: SubscribeRequest, now: dt.datetime) -> None:
     if (subscription.notify_protocol, subscription.notify_properties) != (
             subscribe.protocol, subscribe.properties) and not subscription._state.adding:
-        deliveries_cancel(subscription_id=subscription.id,
+        deliveries_cancel(subscription_ids=[subscription.id],
                           reason="The subscription's notify interface changed")
     subscription.orchestration_request = json.loads(json.dumps(subscribe.raw_request,
                                                                cls=JSONEncoder))
@@ -66,8 +67,12 @@ def _ensure_room(new_by_target: Counter[str]) -> None:
     (docs/limits.md). Concurrent subscribes for one target may overshoot by their number; the
     bound is on work, not an exact quota."""
     limit = settings.MAX_SUBSCRIPTIONS_PER_SYSTEM
+    if not new_by_target:
+        return
+    counts = dict(Subscription.objects.filter(target__in=list(new_by_target))
+                  .values_list("target").annotate(count=Count("pk")))  # one query
     for target, adding in sorted(new_by_target.items()):
-        count = Subscription.objects.filter(target=target).count()
+        count = counts.get(target, 0)
         if count + adding > limit:
             raise InvalidParameter(f"Too many subscriptions: {target} already has {count} "
                                    f"(at most {limit})")
@@ -152,8 +157,7 @@ def subscriptions_delete(*, requester: str, is_operator: bool,
 
 
 def _remove(subscriptions: Sequence[Subscription], *, reason: str) -> None:
-    for subscription in subscriptions:
-        deliveries_cancel(subscription_id=subscription.id, reason=reason)
+    deliveries_cancel(subscription_ids=[s.id for s in subscriptions], reason=reason)
     Subscription.objects.filter(pk__in=[s.pk for s in subscriptions]).delete()
 
 

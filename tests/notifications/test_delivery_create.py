@@ -133,7 +133,7 @@ class DeliveriesCancelTests:
                                 claimed_at=timezone.now())
         delivered = make_delivery(subscription_id=subscription_id, status=Status.DELIVERED)
         other = make_delivery()
-        assert deliveries_cancel(subscription_id=subscription_id, reason="Unsubscribed") == 2
+        assert deliveries_cancel(subscription_ids=[subscription_id], reason="Unsubscribed") == 2
         statuses = dict(NotificationDelivery.objects.values_list("id", "status"))
         assert statuses == {pending.id: Status.CANCELLED, sending.id: Status.CANCELLED,
                             delivered.id: Status.DELIVERED, other.id: Status.PENDING}
@@ -157,7 +157,7 @@ class DeliveriesCancelInFlightTests:
         thread = threading.Thread(target=worker)
         thread.start()
         wait_for(lambda: http_sink.requests, what="the request to reach the sink")
-        deliveries_cancel(subscription_id=delivery.subscription_id, reason="Unsubscribed")
+        deliveries_cancel(subscription_ids=[delivery.subscription_id], reason="Unsubscribed")
         thread.join(timeout=30)
         assert results == [Status.CANCELLED]
         delivery.refresh_from_db()
