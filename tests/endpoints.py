@@ -66,6 +66,30 @@ class ReceivedRequest:
         return json.loads(self.body)
 
 
+def serve_on_loopback(handler: type[BaseHTTPRequestHandler], port: int = 0,
+                      ) -> tuple[ThreadingHTTPServer, threading.Thread]:
+    """A threading HTTP server on 127.0.0.1 (`port` 0: any free one), serving from a daemon
+    thread that checks for shutdown every 50 ms. Stop it with `stop_serving`."""
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    return server, thread
+
+
+def stop_serving(server: ThreadingHTTPServer, thread: threading.Thread) -> None:
+    """Stop a server of `serve_on_loopback` (again: nothing)."""
+    if thread.is_alive():
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def server_url(server: ThreadingHTTPServer) -> str:
+    host, port = server.server_address[:2]
+    return f"http://{host}:{port}"
+
+
 @dataclass
 class HttpSink:
     """A subscriber's HTTP endpoint on 127.0.0.1 that records every request and answers
@@ -77,11 +101,7 @@ class HttpSink:
     requests: list[ReceivedRequest] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.bind_port), self._handler_class())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
-                                        daemon=True)
-        self._thread.start()
+        self._server, self._thread = serve_on_loopback(self._handler_class(), self.bind_port)
 
     @property
     def port(self) -> int:

@@ -5,9 +5,11 @@ import json
 import threading
 import uuid
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import unquote
+
+from tests.endpoints import serve_on_loopback, server_url, stop_serving
 
 VERIFY_PREFIX = "/authentication/identity/verify/"
 LOGIN_PATH = "/authentication/identity/login"
@@ -50,16 +52,11 @@ nothing else happen);
         self._lock = threading.Lock()
         self._sessions: dict[str, Session] = {}       # token -> session of a logged-in system
         self._identities: dict[str, Session] = {}     # token -> caller identity to verify
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
-                                        daemon=True)
-        self._thread.start()
+        self._server, self._thread = serve_on_loopback(self._handler_class(), 0)
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return server_url(self._server)
 
     @property
     def verifications(self) -> int:
@@ -84,10 +81,7 @@ nothing else happen);
             self._sessions.clear()
 
     def stop(self) -> None:
-        if self._thread.is_alive():
-            self._server.shutdown()
-            self._server.server_close()
-            self._thread.join()
+        stop_serving(self._server, self._thread)
 
     # --- operations -------------------------------------------------------------------------
 

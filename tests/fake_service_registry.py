@@ -7,10 +7,11 @@ import json
 import threading
 import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
 from urllib.parse import unquote
 
+from tests.endpoints import serve_on_loopback, server_url, stop_serving
 from tests.fake_authentication import error_body, iso, utc_now
 
 SYSTEM_REGISTER = "/serviceregistry/system-discovery/register"
@@ -56,22 +57,14 @@ class FakeServiceRegistry:
         self.systems: dict[str, dict[str, Any]] = {}    # name -> SystemResponseDTO
         self.instances: dict[str, dict[str, Any]] = {}  # id -> ServiceInstanceResponseDTO
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
-                                        daemon=True)
-        self._thread.start()
+        self._server, self._thread = serve_on_loopback(self._handler_class(), port)
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return server_url(self._server)
 
     def stop(self) -> None:
-        if self._thread.is_alive():
-            self._server.shutdown()
-            self._server.server_close()
-            self._thread.join()
+        stop_serving(self._server, self._thread)
 
     def wait_for_calls(self, count: int, timeout: float = 20) -> list[Call]:
         deadline = time.monotonic() + timeout
