@@ -31,6 +31,26 @@ def env_positive_int(name: str, default: int) -> int:
     return value
 
 
+def env_non_negative_int(name: str, default: int) -> int:
+    value = env.int(name, default=default)
+    if value < 0:
+        raise ImproperlyConfigured(f"{name} must not be negative, got {value}")
+    return value
+
+
+def env_origin(name: str) -> str:
+    """An http:// or https:// URL of scheme, host and port only, without a trailing slash;
+    empty when unset."""
+    value = env.str(name, default="").strip().rstrip("/")
+    if value:
+        parts = urllib.parse.urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname \
+                or parts.path or parts.query or parts.fragment:
+            raise ImproperlyConfigured(f"{name}={value!r} is not an http:// or https:// URL of "
+                                       "scheme, host and port only")
+    return value
+
+
 def env_positive_seconds(name: str, default: float) -> float:
     value = env.float(name, default=default)
     if not value > 0:
@@ -182,7 +202,9 @@ if bool(TLS_CERT_FILE) != bool(TLS_KEY_FILE):
 if AUTHENTICATION_POLICY == "certificate" and not (TLS_CERT_FILE and TLS_CA_FILE):
     raise ImproperlyConfigured("AUTHENTICATION_POLICY=certificate needs TLS_CERT_FILE, "
                                "TLS_KEY_FILE and TLS_CA_FILE (clients present certificates)")
-MANAGEMENT_POLICIES = ("sysop-only", "whitelist", "permission")
+# authorization: ConsumerAuthorization decides for the systems that are neither operators nor
+# whitelisted (docs/identity.md).
+MANAGEMENT_POLICIES = ("sysop-only", "whitelist", "permission", "authorization")
 MANAGEMENT_POLICY = env_choice("MANAGEMENT_POLICY", "permission", MANAGEMENT_POLICIES)
 MANAGEMENT_WHITELIST = env.list("MANAGEMENT_WHITELIST", default=[])
 NORMALIZATION_MODE = env_choice("NORMALIZATION_MODE", "extended", ("extended", "simple"))
@@ -213,14 +235,9 @@ IDENTITY_TOKEN_TTL_SECONDS = env_positive_int("IDENTITY_TOKEN_TTL_SECONDS", 365 
 # --- ServiceRegistry (docs/local-cloud.md) ----------------------------------------------------
 # Empty: standalone, no ServiceRegistry traffic at all. Otherwise the gunicorn master registers
 # this system and its services there at start-up and revokes them on a graceful shutdown.
-SERVICE_REGISTRY_URL = env.str("SERVICE_REGISTRY_URL", default="").strip().rstrip("/")
+SERVICE_REGISTRY_URL = env_origin("SERVICE_REGISTRY_URL")
 if SERVICE_REGISTRY_URL:
-    _registry = urllib.parse.urlsplit(SERVICE_REGISTRY_URL)
-    if _registry.scheme not in ("http", "https") or not _registry.hostname \
-            or _registry.path or _registry.query or _registry.fragment:
-        raise ImproperlyConfigured(f"SERVICE_REGISTRY_URL={SERVICE_REGISTRY_URL!r} is not an "
-                                   "http:// or https:// URL of scheme, host and port only")
-    if AUTHENTICATION_POLICY == "certificate" and _registry.scheme != "https":
+    if AUTHENTICATION_POLICY == "certificate" and not SERVICE_REGISTRY_URL.startswith("https:"):
         raise ImproperlyConfigured("SERVICE_REGISTRY_URL must be https:// under "
                                    "AUTHENTICATION_POLICY=certificate (the client certificate "
                                    "is our identity)")
@@ -237,10 +254,7 @@ if not SERVICE_ADDRESS or any(character.isspace() or character in "/?#@"
     raise ImproperlyConfigured(f"SERVICE_ADDRESS={SERVICE_ADDRESS!r} is not a host name or "
                                "IP address")
 # How long instance data looked up in the ServiceRegistry is reused by pull.
-SERVICE_REGISTRY_CACHE_SECONDS = env.int("SERVICE_REGISTRY_CACHE_SECONDS", default=10)
-if SERVICE_REGISTRY_CACHE_SECONDS < 0:
-    raise ImproperlyConfigured("SERVICE_REGISTRY_CACHE_SECONDS must not be negative, got "
-                               f"{SERVICE_REGISTRY_CACHE_SECONDS}")
+SERVICE_REGISTRY_CACHE_SECONDS = env_non_negative_int("SERVICE_REGISTRY_CACHE_SECONDS", 10)
 SERVICE_REGISTRY_TIMEOUT_SECONDS = env_positive_seconds("SERVICE_REGISTRY_TIMEOUT_SECONDS", 5)
 # A failed registration is tried again after MIN seconds, doubling up to MAX, until it succeeds.
 SERVICE_REGISTRY_RETRY_MIN_SECONDS = env_positive_seconds("SERVICE_REGISTRY_RETRY_MIN_SECONDS",
@@ -256,6 +270,33 @@ SERVICE_REGISTRY_REVOKE_SECONDS = env_positive_seconds("SERVICE_REGISTRY_REVOKE_
 # and their changes pushed (the ServiceRegistry has no change events).
 SERVICE_REGISTRY_POLL_SECONDS = env_positive_int("SERVICE_REGISTRY_POLL_SECONDS", 30)
 # --- end of ServiceRegistry ---------------------------------------------------------------------
+
+# --- ConsumerAuthorization and Blacklist (docs/local-cloud.md "Other systems") ----------------
+# Each is found through the ServiceRegistry unless its URL (scheme://host:port) is set.
+CONSUMER_AUTHORIZATION_URL = env_origin("CONSUMER_AUTHORIZATION_URL")
+BLACKLIST_URL = env_origin("BLACKLIST_URL")
+PEER_TIMEOUT_SECONDS = env_positive_seconds("PEER_TIMEOUT_SECONDS", 5)
+# MANAGEMENT_POLICY=authorization: how long a ConsumerAuthorization answer is reused.
+CONSUMER_AUTHORIZATION_CACHE_SECONDS = env_non_negative_int(
+    "CONSUMER_AUTHORIZATION_CACHE_SECONDS", 5)
+# Who issues the authorization tokens of pull and push results: this service (`own`), or
+# ConsumerAuthorization (`consumer-authorization`), where the providers of the cloud verify them.
+AUTHORIZATION_TOKENS = env_choice("AUTHORIZATION_TOKENS", "own",
+                                  ("own", "consumer-authorization"))
+# Requesters and providers on the Blacklist are refused and dropped (reference-dynamic §9.5).
+BLACKLIST_FILTER = env.bool("BLACKLIST_FILTER", default=False)
+# Blacklist unreachable: refuse every requester and drop every provider (true), or serve all.
+BLACKLIST_FORCE = env.bool("BLACKLIST_FORCE", default=True)
+BLACKLIST_EXCLUDE = env.list("BLACKLIST_EXCLUDE", default=[
+    "ServiceRegistry", "Authentication", "ConsumerAuthorization", "DynamicServiceOrchestration"])
+BLACKLIST_CACHE_SECONDS = env_non_negative_int("BLACKLIST_CACHE_SECONDS", 5)
+if (MANAGEMENT_POLICY == "authorization" or AUTHORIZATION_TOKENS == "consumer-authorization") \
+        and not (CONSUMER_AUTHORIZATION_URL or SERVICE_REGISTRY_URL):
+    raise ImproperlyConfigured("MANAGEMENT_POLICY=authorization and "
+                               "AUTHORIZATION_TOKENS=consumer-authorization need "
+                               "CONSUMER_AUTHORIZATION_URL or SERVICE_REGISTRY_URL")
+if BLACKLIST_FILTER and not (BLACKLIST_URL or SERVICE_REGISTRY_URL):
+    raise ImproperlyConfigured("BLACKLIST_FILTER needs BLACKLIST_URL or SERVICE_REGISTRY_URL")
 
 # --- Celery (CELERY_BROKER_URL unset: tasks run in-process) ---------------------------------
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or "memory://"

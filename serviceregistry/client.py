@@ -11,24 +11,19 @@ One function per ServiceRegistry operation.
 """
 import http.client
 import json
-import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
 
 from config.exceptions import ExternalServerError
+from serviceregistry.peers import opener, unreachable_text
 
 SYSTEM_DISCOVERY = "/serviceregistry/system-discovery"
 SERVICE_DISCOVERY = "/serviceregistry/service-discovery"
-
-# Proxy variables are ignored: the ServiceRegistry is a peer in the local cloud, and a proxy
-# must never see identity tokens.
-_PROXYLESS = urllib.request.ProxyHandler({})
 
 
 class ServiceRegistryUnavailable(ExternalServerError):
@@ -142,7 +137,7 @@ def _exchange(method: str, path: str, body: Any, authorization: str | None,
                                      method=method, headers=headers)
     seconds = settings.SERVICE_REGISTRY_TIMEOUT_SECONDS if timeout is None else timeout
     try:
-        with _opener().open(request, timeout=seconds) as response:
+        with opener(settings.SERVICE_REGISTRY_URL.startswith("https:")).open(request, timeout=seconds) as response:
             status, raw = response.status, response.read()
     except urllib.error.HTTPError as error:
         status, raw = error.code, error.read()
@@ -171,23 +166,5 @@ def _reason(answer: Answer) -> str:
 
 def _unreachable(method: str, path: str, reason: object,
                  timeout: float) -> ServiceRegistryUnreachable:
-    """In the OS's words ('Connection refused'), without errno dressing."""
-    if isinstance(reason, TimeoutError):
-        text = f"timed out after {timeout:g} s"
-    elif isinstance(reason, OSError) and reason.strerror:
-        text = reason.strerror
-    else:
-        text = str(reason) or type(reason).__name__
-    return ServiceRegistryUnreachable(f"ServiceRegistry {method} {path} failed: {text}")
-
-
-@lru_cache(maxsize=1)
-def _opener() -> urllib.request.OpenerDirector:
-    """Plain HTTP, or HTTPS trusting TLS_CA_FILE (the system CAs without it) and presenting our
-    certificate (TLS_CERT_FILE, TLS_KEY_FILE) when we have one."""
-    if not settings.SERVICE_REGISTRY_URL.startswith("https:"):
-        return urllib.request.build_opener(_PROXYLESS)
-    context = ssl.create_default_context(cafile=settings.TLS_CA_FILE or None)
-    if settings.TLS_CERT_FILE:
-        context.load_cert_chain(settings.TLS_CERT_FILE, settings.TLS_KEY_FILE)
-    return urllib.request.build_opener(_PROXYLESS, urllib.request.HTTPSHandler(context=context))
+    return ServiceRegistryUnreachable(
+        f"ServiceRegistry {method} {path} failed: {unreachable_text(reason, timeout)}")

@@ -11,7 +11,7 @@ import pytest
 from django.core.cache import cache
 
 from identity import outsourced
-from serviceregistry import client
+from serviceregistry import client, peers
 from tests.endpoints import free_port
 from tests.fake_authentication import FakeAuthentication
 from tests.fake_service_registry import FakeServiceRegistry
@@ -47,7 +47,7 @@ def authentication() -> Iterator[FakeAuthentication]:
 def registry(settings) -> Iterator[FakeServiceRegistry]:
     fake = FakeServiceRegistry()
     settings.SERVICE_REGISTRY_URL = fake.url
-    client._opener.cache_clear()
+    peers.opener.cache_clear()
     yield fake
     fake.stop()
 
@@ -132,7 +132,7 @@ class AuthenticationDiscoveryTests:
 
     def test_it_answers_503_to_pull_when_the_service_registry_is_down(self, api, settings):
         settings.SERVICE_REGISTRY_URL = f"http://127.0.0.1:{free_port()}"
-        client._opener.cache_clear()
+        peers.opener.cache_clear()
         response = api.post(PULL, {}, format="json", **with_token("t-1"))
         assert_error(response, 503, "EXTERNAL_SERVER_ERROR",
                      UNAVAILABLE + "identity lookup failed: ServiceRegistry POST /serviceregistry"

@@ -1,6 +1,6 @@
 import pytest
 
-from serviceregistry import client, instances
+from serviceregistry import client, instances, peers
 from tests.fake_service_registry import FakeServiceRegistry
 
 
@@ -11,7 +11,7 @@ def registry(settings):
     fake = FakeServiceRegistry()
     settings.SERVICE_REGISTRY_URL = fake.url
     settings.SERVICE_REGISTRY_CACHE_SECONDS = 10
-    client._opener.cache_clear()
+    peers.opener.cache_clear()
     instances.cache_clear()
     yield fake
     fake.stop()

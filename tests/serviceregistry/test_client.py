@@ -3,7 +3,7 @@ import pytest
 
 from config.exceptions import ExternalServerError
 from identity.outsourced import reset_login
-from serviceregistry import client
+from serviceregistry import client, peers
 from tests.endpoints import free_port
 from tests.fake_authentication import FakeAuthentication
 from tests.fake_service_registry import FakeServiceRegistry
@@ -15,7 +15,7 @@ NAME = "SimpleStoreServiceOrchestration"
 def registry(settings):
     fake = FakeServiceRegistry()
     settings.SERVICE_REGISTRY_URL = fake.url
-    client._opener.cache_clear()
+    peers.opener.cache_clear()
     yield fake
     fake.stop()
 
@@ -56,7 +56,7 @@ class ServiceRegistryClientTests:
 
     def test_it_reports_an_unreachable_service_registry(self, settings):
         settings.SERVICE_REGISTRY_URL = f"http://127.0.0.1:{free_port()}"
-        client._opener.cache_clear()
+        peers.opener.cache_clear()
         with pytest.raises(client.ServiceRegistryUnreachable) as raised:
             client.system_revoke()
         assert raised.value.message == ("ServiceRegistry DELETE /serviceregistry/"

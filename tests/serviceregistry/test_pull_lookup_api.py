@@ -8,7 +8,7 @@ import pytest
 
 from notifications.models import NotificationDelivery
 from orchestration.models import OrchestrationJob
-from serviceregistry import client, instances
+from serviceregistry import client, instances, peers
 from store.models import CatalogChange
 from subscriptions.models import Subscription
 from subscriptions.services import changes_process
@@ -178,7 +178,7 @@ class RegistryFailureTests:
 
     def test_it_answers_503_when_the_registry_is_unreachable(self, api, registry, settings):
         settings.SERVICE_REGISTRY_URL = f"http://127.0.0.1:{free_port()}"
-        client._opener.cache_clear()
+        peers.opener.cache_clear()
         make_rules(("CarConsumer1", ONE, 1))
         assert_error(pull(api), 503, "EXTERNAL_SERVER_ERROR",
                      "ServiceRegistry POST /serviceregistry/service-discovery/lookup?verbose="

@@ -1,0 +1,251 @@
+"""A small Arrowhead ConsumerAuthorization on 127.0.0.1 (reference-dynamic §9), speaking the
+Java DTOs over real HTTP:
+
+- `authorization`/`verify`: POST /consumerauthorization/authorization/verify,
+  AuthorizationVerifyRequestDTO → a bare boolean; only the provider or consumer named in the
+  request may ask;
+- `authorizationTokenManagement`/`generate-tokens`:
+  POST /consumerauthorization/authorization/mgmt/token/generate[?unbound=true],
+  {list: [AuthorizationTokenGenerationMgmtRequestDTO]} → 201 AuthorizationTokenMgmtListResponseDTO;
+  with `unbound=true` only the systems in `unbound_whitelist` may ask;
+- `authorizationToken`/`verify`: GET /consumerauthorization/authorization-token/token/verify/{token},
+  asked by the provider → AuthorizationTokenVerifyResponseDTO (usage-limited tokens lose one use
+  per verification, time-limited ones expire).
+
+Policies are granted with `grant(consumer, provider, target, scope=None)`; scope None grants
+every operation (the default `*` policy). Callers are identified with the declared policy.
+Every request is recorded in `calls`; `fail_with` makes every answer that status.
+"""
+import base64
+import datetime as dt
+import hashlib
+import json
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from tests.endpoints import serve_on_loopback, server_url, stop_serving
+from tests.fake_authentication import error_body, iso, utc_now
+from tests.fake_service_registry import Call, declared_identity
+
+BASE = "/consumerauthorization"
+VERIFY = f"{BASE}/authorization/verify"
+GENERATE = f"{BASE}/authorization/mgmt/token/generate"
+TOKEN_VERIFY = f"{BASE}/authorization-token/token/verify/"
+SYSTEM_NAME = "ConsumerAuthorization"
+
+_TOKEN_TYPES = {"TIME_LIMITED_TOKEN_AUTH": "TIME_LIMITED_TOKEN",
+                "USAGE_LIMITED_TOKEN_AUTH": "USAGE_LIMITED_TOKEN",
+                "BASE64_SELF_CONTAINED_TOKEN_AUTH": "SELF_CONTAINED_TOKEN"}
+
+
+@dataclass
+class _Token:
+    token_type: str
+    consumer_cloud: str
+    consumer: str
+    provider: str
+    target_type: str
+    target: str
+    scope: str
+    expires_at: dt.datetime | None
+    usage_left: int | None
+
+
+class FakeConsumerAuthorization:
+    def __init__(self, *, unbound_whitelist: tuple[str, ...] = ("SimpleStoreServiceOrchestration",),
+                 time_limit_seconds: int = 60, usage_limit: int = 5) -> None:
+        self.unbound_whitelist = set(unbound_whitelist)
+        self.time_limit_seconds = time_limit_seconds
+        self.usage_limit = usage_limit
+        self.fail_with: int | None = None
+        self.delay = 0.0
+        self.calls: list[Call] = []
+        self._grants: set[tuple[str, str, str, str | None]] = set()
+        self._tokens: dict[str, _Token] = {}  # sha256 of the token -> token
+        self._lock = threading.Lock()
+        self._server, self._thread = serve_on_loopback(self._handler_class(), 0)
+
+    @property
+    def url(self) -> str:
+        return server_url(self._server)
+
+    @property
+    def port(self) -> int:
+        return self._server.server_address[1]
+
+    def stop(self) -> None:
+        stop_serving(self._server, self._thread)
+
+    def grant(self, consumer: str, provider: str, target: str, scope: str | None = None) -> None:
+        with self._lock:
+            self._grants.add((consumer, provider, target, scope))
+
+    def revoke_all(self) -> None:
+        with self._lock:
+            self._grants.clear()
+
+    def calls_to(self, path: str) -> list[Call]:
+        with self._lock:
+            return [call for call in self.calls if urlsplit(call.path).path.startswith(path)]
+
+    def service_instances(self) -> dict[str, list[dict[str, Any]]]:
+        """The interfaces to register in a (fake) ServiceRegistry, by service definition, as
+        the reference registers them (generic_http)."""
+        def interface(base: str, operations: dict[str, tuple[str, str]]) -> list[dict[str, Any]]:
+            return [{"templateName": "generic_http", "protocol": "http", "policy": "NONE",
+                     "properties": {"accessAddresses": ["127.0.0.1"], "accessPort": self.port,
+                                    "basePath": base,
+                                    "operations": {name: {"method": method, "path": path}
+                                                   for name, (method, path) in
+                                                   operations.items()}}}]
+        return {
+            "authorization": interface(f"{BASE}/authorization", {
+                "verify": ("POST", "/verify"), "lookup": ("POST", "/lookup")}),
+            "authorizationTokenManagement": interface(f"{BASE}/authorization/mgmt/token", {
+                "generate-tokens": ("POST", "/generate"), "query-tokens": ("POST", "/query")}),
+            "authorizationToken": interface(f"{BASE}/authorization-token", {
+                "verify": ("GET", "/token/verify/{token}")}),
+        }
+
+    # --- operations -------------------------------------------------------------------------
+
+    def _granted(self, consumer: str, provider: str, target: str, scope: str | None) -> bool:
+        grants = self._grants
+        if (consumer, provider, target, None) in grants:
+            return True
+        return scope is not None and (consumer, provider, target, scope) in grants
+
+    def verify(self, caller: str, body: Any) -> tuple[int, Any]:
+        if not isinstance(body, dict) or body.get("targetType") != "SERVICE_DEF":
+            return 400, error_body(400, "INVALID_PARAMETER", "Invalid request", f"POST {VERIFY}")
+        if caller not in (body.get("provider"), body.get("consumer")):
+            return 403, error_body(403, "FORBIDDEN", "Only the related provider or consumer "
+                                   "can use this operation", f"POST {VERIFY}")
+        return 200, self._granted(body.get("consumer"), body.get("provider"),
+                                  body.get("target"), body.get("scope") or None)
+
+    def generate(self, caller: str, query: str, body: Any) -> tuple[int, Any]:
+        unbound = parse_qs(query).get("unbound") == ["true"]
+        if unbound and caller not in self.unbound_whitelist:
+            return 403, error_body(403, "FORBIDDEN", f"{caller} has no permission for "
+                                   "unbounded token generation request", f"POST {GENERATE}")
+        requests = body.get("list") if isinstance(body, dict) else None
+        if not isinstance(requests, list):
+            return 400, error_body(400, "INVALID_PARAMETER", "Request payload is missing",
+                                   f"POST {GENERATE}")
+        entries = []
+        for request in requests:
+            variant = request.get("tokenVariant")
+            if variant not in _TOKEN_TYPES:
+                return 400, error_body(400, "INVALID_PARAMETER", f"Invalid token variant: "
+                                       f"{variant}", f"POST {GENERATE}")
+            if not unbound and not self._granted(request["consumer"], request["provider"],
+                                                 request["target"], request.get("scope") or None):
+                continue  # the reference keeps only what the policies allow, silently
+            entries.append(self._issue(caller, variant, request))
+        return 201, {"entries": entries, "count": len(entries)}
+
+    def _issue(self, caller: str, variant: str, request: dict[str, Any]) -> dict[str, Any]:
+        now = utc_now()
+        token_type = _TOKEN_TYPES[variant]
+        usage = self.usage_limit if token_type == "USAGE_LIMITED_TOKEN" else None
+        expires = None if usage is not None else now + dt.timedelta(
+            seconds=self.time_limit_seconds)
+        scope = request.get("scope") or ""
+        if token_type == "SELF_CONTAINED_TOKEN":
+            raw = base64.urlsafe_b64encode("|".join(
+                [request["consumerCloud"], request["consumer"], request["provider"],
+                 request["target"], scope, request["targetType"], iso(expires)]).encode()).decode()
+        else:
+            raw = base64.urlsafe_b64encode(secrets.token_bytes(32)).decode().rstrip("=")
+        record = _Token(token_type, request["consumerCloud"], request["consumer"],
+                        request["provider"], request["targetType"], request["target"], scope,
+                        expires, usage)
+        with self._lock:
+            # One live token per (cloud, consumer, provider, targetType, target, scope).
+            self._tokens = {key: value for key, value in self._tokens.items()
+                            if (value.consumer_cloud, value.consumer, value.provider,
+                                value.target_type, value.target, value.scope) !=
+                            (record.consumer_cloud, record.consumer, record.provider,
+                             record.target_type, record.target, record.scope)}
+            self._tokens[hashlib.sha256(raw.encode()).hexdigest()] = record
+        return {"tokenType": token_type, "variant": variant, "token": raw,
+                "tokenReference": hashlib.sha256(raw.encode()).hexdigest()[:32],
+                "requester": caller, "consumerCloud": record.consumer_cloud,
+                "consumer": record.consumer, "provider": record.provider,
+                "targetType": record.target_type, "target": record.target, "scope": scope,
+                "createdAt": iso(now), "usageLimit": usage, "usageLeft": usage,
+                "expiresAt": iso(expires) if expires else None}
+
+    def token_verify(self, caller: str, token: str) -> tuple[int, Any]:
+        with self._lock:
+            record = self._tokens.get(hashlib.sha256(token.encode()).hexdigest())
+            if record is None or record.provider != caller:
+                return 200, {"verified": False}
+            if record.token_type == "SELF_CONTAINED_TOKEN":
+                return 400, error_body(400, "INVALID_PARAMETER", "Self-contained tokens are "
+                                       "verified by the provider", f"GET {TOKEN_VERIFY}")
+            verified = True
+            if record.usage_left is not None:
+                verified = record.usage_left > 0
+                record.usage_left = max(0, record.usage_left - 1)
+            elif record.expires_at is not None:
+                verified = record.expires_at > utc_now()
+        if not verified:
+            return 200, {"verified": False}
+        return 200, {"verified": True, "consumerCloud": record.consumer_cloud,
+                     "consumer": record.consumer, "targetType": record.target_type,
+                     "target": record.target, "scope": record.scope or None}
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _serve(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:
+                    body = None
+                authorization = self.headers.get("Authorization")
+                with fake._lock:
+                    fake.calls.append(Call(self.command, self.path, authorization, body))
+                time.sleep(fake.delay)
+                origin = f"{self.command} {urlsplit(self.path).path}"
+                if fake.fail_with is not None:
+                    status = fake.fail_with
+                    return self._send(status, error_body(status, "INTERNAL_SERVER_ERROR",
+                                                         "Broken", origin))
+                caller = declared_identity(authorization)
+                if caller is None:
+                    return self._send(401, error_body(401, "AUTH", "Invalid authorization "
+                                                      "header", origin))
+                parts = urlsplit(self.path)
+                if self.command == "POST" and parts.path == VERIFY:
+                    return self._send(*fake.verify(caller, body))
+                if self.command == "POST" and parts.path == GENERATE:
+                    return self._send(*fake.generate(caller, parts.query, body))
+                if self.command == "GET" and parts.path.startswith(TOKEN_VERIFY):
+                    return self._send(*fake.token_verify(
+                        caller, unquote(parts.path[len(TOKEN_VERIFY):])))
+                self._send(404, error_body(404, "DATA_NOT_FOUND", "Not found", origin))
+
+            do_POST = do_GET = do_DELETE = _serve
+
+            def _send(self, status: int, body: Any) -> None:
+                content = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(content)))
+                self.end_headers()
+                self.wfile.write(content)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        return Handler
