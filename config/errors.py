@@ -25,6 +25,7 @@ from config.exceptions import (
     Forbidden,
     InternalServerError,
     InvalidParameter,
+    OperationDependentError,
 )
 from config.input_safety import encodable
 from config.request_id import current_request_id
@@ -71,6 +72,8 @@ def exception_handler(exc: Exception, context: Mapping[str, Any]) -> Response:
     """DRF's EXCEPTION_HANDLER: every exception raised in an API view ends here."""
     request = context["request"]
     set_rollback()
+    if isinstance(exc, OperationDependentError):
+        exc = exc.resolve(context.get("view"), request.method)
     if isinstance(exc, ArrowheadError):
         status, exception_type, message = exc.status_code, exc.exception_type, exc.message
     elif isinstance(exc, drf.ValidationError):

@@ -46,3 +46,12 @@ class InternalServerError(ArrowheadError):
 class ExternalServerError(ArrowheadError):
     status_code = 503
     exception_type = "EXTERNAL_SERVER_ERROR"
+
+
+class OperationDependentError(Exception):
+    """An error whose answer depends on the operation it interrupted (e.g. an identity that
+    cannot be verified: 503 for pull, 401 elsewhere). `config.errors.exception_handler` asks
+    it for the ArrowheadError to answer with."""
+
+    def resolve(self, view: object, method: str) -> ArrowheadError:
+        raise NotImplementedError

@@ -364,8 +364,8 @@ MQTT_BROKER_URL = env.str("MQTT_BROKER_URL", default="mqtt://127.0.0.1:1883")
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["config.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["config.parsers.JSONParser"],
-    "DEFAULT_AUTHENTICATION_CLASSES": ["config.auth.ArrowheadAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["config.auth.ManagementPermission"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["identity.authentication.ArrowheadAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["identity.permissions.ManagementPermission"],
     "EXCEPTION_HANDLER": "config.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",

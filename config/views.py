@@ -8,6 +8,7 @@ from rest_framework.views import APIView
 
 from config.exceptions import DataNotFound
 from config.schema import ErrorResponseSerializer
+from serviceregistry.published import UNKNOWN_MANAGEMENT_OPERATION, ServiceOperation
 
 
 class EchoApi(APIView):
@@ -25,9 +26,15 @@ class EchoApi(APIView):
 
 class NotFoundApi(APIView):
     """Any unknown path: authenticated and permission-checked like a real endpoint first (an
-    anonymous caller gets 401, as behind the reference's filters), then 404."""
+    anonymous caller gets 401, as behind the reference's filters), then 404. Under `/mgmt/`
+    it is a management operation of no service, as the reference's management filter sees
+    it: only operators and whitelisted systems reach the 404."""
 
     schema = None  # not an operation: kept out of the OpenAPI document
+
+    @property
+    def service_operation(self) -> ServiceOperation | None:
+        return UNKNOWN_MANAGEMENT_OPERATION if "/mgmt/" in self.request.path else None
 
     def _not_found(self, request: Request, *args: object, **kwargs: object) -> HttpResponse:
         raise DataNotFound(f"No such endpoint: {request.method} {request.path}")

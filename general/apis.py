@@ -18,6 +18,7 @@ from general.selectors import (
     log_list,
 )
 from general.serializers import ConfigMapSerializer, LogListSerializer, LogQuerySerializer
+from serviceregistry.published import operation
 from store.apis.common import validated
 
 TAG = ["General management"]
@@ -36,7 +37,7 @@ KEYS_PARAMETER = OpenApiParameter(
 
 
 class LogsApi(APIView):
-    management_permission = "general.view_logentry"
+    service_operation = operation("generalManagement", "get-log")
 
     @extend_schema(operation_id="generalManagementLogs", tags=TAG, request=LogQuerySerializer,
                    examples=[LOGS_EXAMPLE],
@@ -68,7 +69,7 @@ def requested_keys(request: Request) -> list[str]:
 
 
 class GetConfigApi(APIView):
-    management_permission = "general.view_config"
+    service_operation = operation("generalManagement", "get-config")
 
     @extend_schema(operation_id="generalManagementGetConfig", tags=TAG, request=None,
                    parameters=[KEYS_PARAMETER],

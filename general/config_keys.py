@@ -37,13 +37,13 @@ PUBLIC_KEYS: dict[str, Callable[[], str]] = {
     # The address other systems reach this one at: SERVICE_ADDRESS once it exists, else HOST.
     "domain.name": _domain_name,
     "authentication.policy": _setting("AUTHENTICATION_POLICY"),
-    # Our management check always runs on /mgmt/ paths (config.auth.ManagementPermission).
+    # Our management check always runs on management operations (identity.permissions).
     "enable.management.filter": _fixed(True),
-    # Our names: sysop-only, whitelist, permission (the reference's authorization, answered by
-    # Django permissions instead of ConsumerAuthorization).
+    # sysop-only, whitelist, authorization (as the reference), or our permission (Django
+    # permissions).
     "management.policy": _setting("MANAGEMENT_POLICY"),
-    "enable.blacklist.filter": _setting("BLACKLIST_ENABLED", False),
-    "force.blacklist.filter": _setting("BLACKLIST_FORCE", True),
+    "enable.blacklist.filter": _setting("BLACKLIST_FILTER"),
+    "force.blacklist.filter": _setting("BLACKLIST_FORCE"),
     # Provider addresses may be loopback and link-local, private and other non-routable ones
     # (store.addresses): both allowed, as the reference's defaults.
     "allow.self.addressing": _setting("ALLOW_SELF_ADDRESSING", True),

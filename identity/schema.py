@@ -2,7 +2,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
 
 class ArrowheadAuthenticationScheme(OpenApiAuthenticationExtension):
-    target_class = "config.auth.ArrowheadAuthentication"
+    target_class = "identity.authentication.ArrowheadAuthentication"
     name = "arrowheadIdentity"
 
     def get_security_definition(self, auto_schema):

@@ -12,6 +12,7 @@ from orchestration.serializers import (
     OrchestrationResponseSerializer,
 )
 from orchestration.types import OrchestrationRequest
+from serviceregistry.published import operation
 
 PULL_EXAMPLE = OpenApiExample("Operation with exclusivity", request_only=True, value={
     "serviceRequirement": {"serviceDefinition": "temperatureInfo", "operations": ["query"],
@@ -37,7 +38,7 @@ def request_from_body(data) -> OrchestrationRequest:
 
 
 class OrchestrationPullApi(APIView):
-    identity_unavailable_status = 503  # SPEC §2: outsourced identity unverifiable
+    service_operation = operation("serviceOrchestration", "pull")
 
     @extend_schema(operation_id="pull", tags=["Orchestration"],
                    request=OrchestrationRequestSerializer, examples=[PULL_EXAMPLE, JAVA_CLIENT_EXAMPLE],

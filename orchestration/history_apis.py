@@ -14,6 +14,7 @@ from orchestration.history import (
     job_list,
 )
 from orchestration.history_serializers import JobListSerializer, JobQuerySerializer
+from serviceregistry.published import operation
 from store.apis.common import validated
 
 HISTORY_QUERY_EXAMPLE = OpenApiExample("A consumer's failed pulls, newest first",
@@ -23,7 +24,7 @@ HISTORY_QUERY_EXAMPLE = OpenApiExample("A consumer's failed pulls, newest first"
 
 
 class HistoryQueryApi(APIView):
-    management_permission = "orchestration.view_orchestrationjob"
+    service_operation = operation("serviceOrchestrationHistoryManagement", "query")
 
     @extend_schema(operation_id="historyQuery", tags=["History management"],
                    request=JobQuerySerializer, examples=[HISTORY_QUERY_EXAMPLE],

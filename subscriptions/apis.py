@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from config.conventions.uuids import parse_uuid
 from config.exceptions import InvalidParameter
 from config.schema import body_required, error_responses
+from serviceregistry.published import operation
 from subscriptions.requests import parse_subscribe_request
 from subscriptions.serializers import SubscribeSerializer
 from subscriptions.services import subscription_delete, subscription_upsert
@@ -35,6 +36,7 @@ def _trigger(request: Request) -> bool:
 
 
 class SubscribeApi(APIView):
+    service_operation = operation("serviceOrchestration", "subscribe")
     @extend_schema(
         operation_id="subscribe", tags=TAG, request=SubscribeSerializer,
         examples=[SUBSCRIBE_EXAMPLE],
@@ -60,6 +62,7 @@ class SubscribeApi(APIView):
 
 
 class UnsubscribeApi(APIView):
+    service_operation = operation("serviceOrchestration", "unsubscribe")
     @extend_schema(operation_id="unsubscribe", tags=TAG, request=None,
                    parameters=[OpenApiParameter("subscription_id", OpenApiTypes.UUID,
                                                 OpenApiParameter.PATH)],

@@ -11,6 +11,7 @@ from config.conventions.pagination import parse_pagination
 from config.conventions.uuids import require_uuid_element
 from config.exceptions import InvalidParameter
 from config.schema import body_required, error_responses, null_body_is_absent
+from serviceregistry.published import operation
 from store.apis.common import query_list, validated
 from subscriptions.push_jobs import parse_trigger_request, push_trigger
 from subscriptions.requests import parse_subscribe_list
@@ -30,6 +31,7 @@ from subscriptions.serializers import (
 )
 from subscriptions.services import subscriptions_delete, subscriptions_upsert
 
+PUSH_MANAGEMENT = "serviceOrchestrationPushManagement"
 TAG = ["Push management"]
 PUSH_SUBSCRIBE_EXAMPLE = OpenApiExample("On behalf of a consumer", request_only=True, value={
     "subscriptions": [{
@@ -65,7 +67,7 @@ def subscriptions_response(data: dict | None, *, involving: str | None = None) -
 
 
 class PushSubscribeApi(APIView):
-    management_permission = "subscriptions.add_subscription"
+    service_operation = operation(PUSH_MANAGEMENT, "subscribe")
 
     @extend_schema(operation_id="pushSubscribe", tags=TAG, request=PushSubscribeSerializer,
                    examples=[PUSH_SUBSCRIBE_EXAMPLE],
@@ -84,7 +86,7 @@ class PushSubscribeApi(APIView):
 
 
 class PushTriggerApi(APIView):
-    management_permission = "subscriptions.change_subscription"
+    service_operation = operation(PUSH_MANAGEMENT, "trigger")
 
     @extend_schema(operation_id="pushTrigger", tags=TAG, request=PushTriggerSerializer,
                    examples=[TRIGGER_EXAMPLE],
@@ -107,7 +109,7 @@ def _unsubscribe(request: Request, values: list[str]) -> Response:
 
 
 class PushUnsubscribeApi(APIView):
-    management_permission = "subscriptions.delete_subscription"
+    service_operation = operation(PUSH_MANAGEMENT, "unsubscribe")
 
     @extend_schema(operation_id="pushUnsubscribe", tags=TAG, request=None,
                    parameters=[IDS_PARAMETER],
@@ -120,7 +122,7 @@ class PushUnsubscribeOneApi(APIView):
     """`DELETE .../unsubscribe/{id}`: the path the reference registers in the ServiceRegistry
     (its controller only serves `?ids=`)."""
 
-    management_permission = "subscriptions.delete_subscription"
+    service_operation = operation(PUSH_MANAGEMENT, "unsubscribe")
 
     @extend_schema(operation_id="pushUnsubscribeOne", tags=TAG, request=None,
                    parameters=[OpenApiParameter("subscription_id", OpenApiTypes.UUID,
@@ -131,7 +133,7 @@ class PushUnsubscribeOneApi(APIView):
 
 
 class PushQueryApi(APIView):
-    management_permission = "subscriptions.view_subscription"
+    service_operation = operation(PUSH_MANAGEMENT, "query")
 
     @extend_schema(operation_id="pushQuery", tags=TAG, request=SubscriptionQuerySerializer,
                    examples=[QUERY_EXAMPLE],

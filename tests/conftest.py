@@ -7,8 +7,10 @@ pytest.register_assert_rewrite("tests.helpers", "tests.store.helpers")
 from rest_framework.test import APIClient  # noqa: E402
 
 from config.celery import app as celery_app  # noqa: E402
+from serviceregistry import instances, peers  # noqa: E402
 from tests import services  # noqa: E402
 from tests.endpoints import HttpSink, MqttReceiver  # noqa: E402
+from tests.fake_service_registry import FakeServiceRegistry  # noqa: E402
 from tests.worker import celery_worker  # noqa: E402,F401  (fixture)
 
 
@@ -51,3 +53,20 @@ def http_sink() -> Iterator[HttpSink]:
     sink = HttpSink()
     yield sink
     sink.close()
+
+
+@pytest.fixture
+def registry(settings):
+    """A fake ServiceRegistry configured as ours, with the client's opener, the instance cache
+    and the peers' locations cleared around the test (tests/serviceregistry/test_client.py has
+    its own, simpler one)."""
+    fake = FakeServiceRegistry()
+    settings.SERVICE_REGISTRY_URL = fake.url
+    settings.SERVICE_REGISTRY_CACHE_SECONDS = 10
+    peers.opener.cache_clear()
+    instances.cache_clear()
+    peers.forget_locations()
+    yield fake
+    fake.stop()
+    instances.cache_clear()
+    peers.forget_locations()

@@ -7,6 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.urls import urlpatterns as service_urlpatterns
+from serviceregistry.published import ServiceOperation
 
 PROBE = "/serviceorchestration/probe"
 
@@ -30,13 +31,16 @@ class Http404Probe(APIView):
 
 
 class ManagementWithPermissionProbe(APIView):
-    management_permission = "identity.view_identitytoken"
+    service_operation = ServiceOperation("probeManagement", "with-permission", True,
+                                         "identity.view_identitytoken")
 
     def get(self, request: Request) -> Response:
         return Response({"name": request.user.name})
 
 
 class ManagementWithoutPermissionProbe(APIView):
+    service_operation = ServiceOperation("probeManagement", "without-permission", True, None)
+
     def get(self, request: Request) -> Response:
         return Response({"name": request.user.name})
 

@@ -10,6 +10,7 @@ from config.conventions.pagination import parse_pagination
 from config.exceptions import InvalidParameter
 from config.name_fields import INSTANCE_ID_LIST
 from config.schema import body_required, error_responses, null_body_is_absent
+from serviceregistry.published import operation
 from store.apis.common import query_list, validated
 from store.selectors.instances import (
     DEFAULT_SORT_FIELD,
@@ -54,7 +55,7 @@ def _list_response(instances, count: int, status: int = 200) -> Response:
 
 
 class InstanceCreateApi(APIView):
-    management_permission = "store.add_serviceinstance"
+    service_operation = operation("serviceOrchestrationServiceInstanceManagement", "create")
 
     @extend_schema(operation_id="serviceInstanceCreate", tags=TAG,
                    request=InstanceCreateSerializer, examples=[INSTANCE_CREATE_EXAMPLE],
@@ -69,7 +70,7 @@ class InstanceCreateApi(APIView):
 
 
 class InstanceUpdateApi(APIView):
-    management_permission = "store.change_serviceinstance"
+    service_operation = operation("serviceOrchestrationServiceInstanceManagement", "update")
 
     @extend_schema(operation_id="serviceInstanceUpdate", tags=TAG,
                    request=InstanceUpdateSerializer,
@@ -84,7 +85,7 @@ class InstanceUpdateApi(APIView):
 
 
 class InstanceQueryApi(APIView):
-    management_permission = "store.view_serviceinstance"
+    service_operation = operation("serviceOrchestrationServiceInstanceManagement", "query")
 
     @extend_schema(operation_id="serviceInstanceQuery", tags=TAG,
                    request=InstanceQuerySerializer, examples=[INSTANCE_QUERY_EXAMPLE],
@@ -104,7 +105,7 @@ class InstanceQueryApi(APIView):
 
 
 class InstanceRemoveApi(APIView):
-    management_permission = "store.delete_serviceinstance"
+    service_operation = operation("serviceOrchestrationServiceInstanceManagement", "remove")
 
     @extend_schema(operation_id="serviceInstanceRemove", tags=TAG, request=None,
                    parameters=[OpenApiParameter(

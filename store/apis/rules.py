@@ -11,6 +11,7 @@ from config.conventions.uuids import require_uuid
 from config.exceptions import InvalidParameter
 from config.fields import BoundedDictField, StrictIntegerField
 from config.schema import body_required, error_responses, null_body_is_absent
+from serviceregistry.published import operation
 from store.apis.common import query_list, validated
 from store.selectors.rules import (
     DEFAULT_SORT_FIELD,
@@ -31,6 +32,7 @@ from store.services.rules import (
     rule_priorities_modify,
 )
 
+SIMPLE_STORE_MANAGEMENT = "serviceOrchestrationSimpleStoreManagement"
 TAG = ["Rule store management"]
 PRIORITY_MAP_SCHEMA = {
     "type": "object",
@@ -71,7 +73,8 @@ class RuleQueryApi(APIView):
     """`POST .../query`; `DELETE .../query` removes, as the interface document's example does
     (docs/decisions.md)."""
 
-    management_permission = {"POST": "store.view_rule", "DELETE": "store.delete_rule"}
+    service_operation = {"POST": operation(SIMPLE_STORE_MANAGEMENT, "query"),
+                         "DELETE": operation(SIMPLE_STORE_MANAGEMENT, "remove")}
 
     @extend_schema(operation_id="simpleStoreQuery", tags=TAG, request=RuleQuerySerializer,
                    examples=[RULE_QUERY_EXAMPLE],
@@ -97,7 +100,7 @@ class RuleQueryApi(APIView):
 
 
 class RuleCreateApi(APIView):
-    management_permission = "store.add_rule"
+    service_operation = operation(SIMPLE_STORE_MANAGEMENT, "create")
 
     @extend_schema(operation_id="simpleStoreCreate", tags=TAG, request=RuleCreateSerializer,
                    examples=[RULE_CREATE_EXAMPLE],
@@ -121,7 +124,7 @@ class PriorityMapField(BoundedDictField):
 
 
 class RuleModifyPrioritiesApi(APIView):
-    management_permission = "store.change_rule"
+    service_operation = operation(SIMPLE_STORE_MANAGEMENT, "modify-priorities")
 
     @extend_schema(operation_id="simpleStoreModifyPriorities", tags=TAG,
                    request={"application/json": PRIORITY_MAP_SCHEMA},
@@ -151,7 +154,7 @@ def _remove(request: Request) -> Response:
 
 class RuleRemoveApi(APIView):
 
-    management_permission = "store.delete_rule"
+    service_operation = operation(SIMPLE_STORE_MANAGEMENT, "remove")
 
     @extend_schema(operation_id="simpleStoreRemove", tags=TAG, request=None,
                    parameters=REMOVE_PARAMETERS, responses={200: None, **error_responses(403, 423)})
@@ -162,7 +165,7 @@ class RuleRemoveApi(APIView):
 class RuleRemoveAtStoreApi(APIView):
     """`DELETE .../simple-store?uuids=...`, the path the interface document names."""
 
-    management_permission = "store.delete_rule"
+    service_operation = operation(SIMPLE_STORE_MANAGEMENT, "remove")
 
     @extend_schema(operation_id="simpleStoreRemoveAtStore", tags=TAG, request=None,
                    parameters=REMOVE_PARAMETERS, responses={200: None, **error_responses(403, 423)},

@@ -68,7 +68,7 @@ class GetConfigApiTests:
 
     def test_it_picks_up_settings_this_service_does_not_have_yet(self, api, settings):
         settings.MQTT_API_ENABLED, settings.SERVICE_ADDRESS = True, "orchestrator.local"
-        settings.BLACKLIST_ENABLED, settings.BLACKLIST_FORCE = True, False
+        settings.BLACKLIST_FILTER, settings.BLACKLIST_FORCE = True, False
         settings.SERVICE_ADDRESS_ALIAS = ["orch", "orchestrator"]
         values = config_map(get_config(api, every_key()))
         assert values["mqtt.api.enabled"] == "true"

@@ -6,11 +6,13 @@ import uuid
 
 import pytest
 from django.core.management import call_command
-from django.urls import resolve
+from django.urls import URLResolver, get_resolver, resolve
 
 from config.views import NotFoundApi
+from identity.operations import served_operation
 from serviceregistry.published import (
     SERVICES,
+    operation,
     public_key_base64,
     service_register_bodies,
     system_register_body,
@@ -45,6 +47,10 @@ def expected_bodies(**kwargs) -> list[dict]:
                     ("remove", "DELETE", "/remove"))),
         ("serviceOrchestrationHistoryManagement", {}, f"{ORCHESTRATION}/mgmt/history",
          operations(("query", "POST", "/query"))),
+        ("serviceOrchestrationServiceInstanceManagement", {},
+         f"{ORCHESTRATION}/mgmt/service-instances",
+         operations(("create", "POST", "/create"), ("update", "PUT", "/update"),
+                    ("query", "POST", "/query"), ("remove", "DELETE", "/remove"))),
         ("serviceOrchestration",
          {"orchestrationStrategy": "simpleStore", "unrestrictedDiscovery": True},
          ORCHESTRATION,
@@ -65,7 +71,7 @@ def published(settings):
 
 
 class PublishedServiceTests:
-    def test_it_registers_the_five_services_as_the_java_system(self, published):
+    def test_it_registers_the_java_systems_five_services_and_the_instance_catalog(self, published):
         assert service_register_bodies() == expected_bodies()
 
     def test_it_registers_generic_https_when_it_serves_tls(self, published):
@@ -94,15 +100,56 @@ class PublishedServiceTests:
         assert system_register_body()["metadata"] == {"x509PublicKey": key}
 
 
-def served_paths() -> list[tuple[str, str, str]]:
-    return [(service.definition, operation.method,
+def served_paths() -> list[tuple[str, str, str, str]]:
+    return [(service.definition, name, operation.method,
              service.base_path + operation.path.replace("{id}", str(uuid.uuid4())))
-            for service in SERVICES for operation in service.operations.values()]
+            for service in SERVICES for name, operation in service.operations.items()]
+
+
+def api_views() -> list[tuple[str, type]]:
+    """(route, view class) of every DRF view in the URL configuration."""
+    found = []
+
+    def walk(patterns, prefix: str) -> None:
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                walk(pattern.url_patterns, prefix + str(pattern.pattern))
+            elif getattr(pattern.callback, "view_class", None) is not None:
+                found.append((prefix + str(pattern.pattern), pattern.callback.view_class))
+
+    walk(get_resolver().url_patterns, "/")
+    return found
+
+
+def served_methods(view: type) -> list[str]:
+    return [method.upper() for method in ("get", "post", "put", "patch", "delete")
+            if hasattr(view, method)]
 
 
 class OperationTableTests:
-    @pytest.mark.parametrize("definition, method, path", served_paths())
-    def test_it_registers_only_paths_and_methods_it_serves(self, definition, method, path):
+    @pytest.mark.parametrize("definition, name, method, path", served_paths())
+    def test_it_registers_only_paths_and_methods_it_serves(self, definition, name, method,
+                                                           path):
         view = resolve(path).func.view_class
         assert view is not NotFoundApi, f"{definition}: {path} is not served"
         assert hasattr(view, method.lower()), f"{definition}: {path} does not serve {method}"
+        assert served_operation(view, method) == operation(definition, name), \
+            f"{path} does not declare {definition}/{name} for {method}"
+
+    def test_every_management_path_declares_a_management_operation(self):
+        """The management check follows the declarations, so a `/mgmt/` view without one
+        would be open to everybody."""
+        management = [(route, view) for route, view in api_views()
+                      if "mgmt/" in route and view is not NotFoundApi]
+        assert len(management) >= 15
+        for route, view in management:
+            for method in served_methods(view):
+                declared = served_operation(view, method)
+                assert declared is not None and declared.is_management, (route, method)
+
+    def test_only_management_paths_declare_management_operations(self):
+        for route, view in api_views():
+            for method in served_methods(view):
+                declared = served_operation(view, method)
+                if declared is not None and declared.is_management:
+                    assert "mgmt/" in route, (route, method)

@@ -1,28 +1,31 @@
-"""Who is asking (authentication policies) and may they manage (management policies), SPEC §2.
+"""Who is asking: the authentication policies of SPEC §2 (AUTHENTICATION_POLICY).
 
 Every API view gets `request.user`, a `Requester` carrying the normalized system name and the
 operator flag. Views that need no identity (echo, schema, docs) opt out explicitly with
-`authentication_classes = []` and `permission_classes = [AllowAny]`.
+`authentication_classes = []` and `permission_classes = [AllowAny]`. Whether the requester may
+manage is identity/management.py.
 """
 import logging
 from dataclasses import dataclass, field
 
 from django.conf import settings
 from rest_framework.authentication import BaseAuthentication
-from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
 from config.conventions import names
 from config.conventions.versions import java_split
 from config.exceptions import (
+    ArrowheadError,
     AuthError,
     ExternalServerError,
     Forbidden,
     InvalidParameter,
+    OperationDependentError,
 )
 from config.workers import CLIENT_CERT_ENVIRON_KEY
 from identity.certificates import certificate_identity, server_cloud
 from identity.models import User
+from identity.operations import PULL, served_operation
 from identity.outsourced import AuthenticationUnavailable, identity_token_verify_remote
 from identity.selectors import identity_token_owner, system_identity
 
@@ -31,7 +34,6 @@ logger = logging.getLogger("serviceorchestration.auth")
 OPERATOR_NAME = "Sysop"
 NO_HEADER = "No authorization header has been provided"
 INVALID_HEADER = "Invalid authorization header"
-NO_MANAGEMENT_PERMISSION = "Requester has no management permission"
 
 _UNLOADED = object()
 
@@ -115,19 +117,28 @@ def _certificate(request: Request) -> Requester:
     return Requester(name=identity.system_name, is_operator=identity.profile == "OPERATOR")
 
 
+class IdentityUnverifiable(OperationDependentError):
+    """The Authentication system could not be asked, so the caller is not identified, through
+    no fault of its own: pull answers 503 (the consumer should retry), every other operation
+    401 `Invalid authorization header` (SPEC §2)."""
+
+    def __init__(self, reason: AuthenticationUnavailable) -> None:
+        super().__init__(str(reason))
+        self.reason = reason
+
+    def resolve(self, view: object, method: str) -> ArrowheadError:
+        if served_operation(view, method) == PULL:
+            return ExternalServerError(f"Authentication system is not available: {self.reason}")
+        return AuthError(INVALID_HEADER)
+
+
 def _outsourced(request: Request) -> Requester:
-    """The Authentication system vouches for the identity token (reference-dynamic §13).
-    When it cannot be asked, a view may declare `identity_unavailable_status = 503` to say so
-    (pull: the consumer should retry); elsewhere the caller is just not identified."""
+    """The Authentication system vouches for the identity token (reference-dynamic §13)."""
     try:
         verified = identity_token_verify_remote(_bearer_credentials(request, "IDENTITY-TOKEN"))
     except AuthenticationUnavailable as error:
         logger.warning("Authentication system is not available: %s", error)
-        view = (getattr(request, "parser_context", None) or {}).get("view")
-        if getattr(view, "identity_unavailable_status", None) == 503:
-            message = f"Authentication system is not available: {error}"
-            raise ExternalServerError(message) from error
-        raise AuthError(INVALID_HEADER) from error
+        raise IdentityUnverifiable(error) from error
     if verified is None or not _valid_name(verified.name):
         raise AuthError(INVALID_HEADER)
     return Requester(name=verified.name, is_operator=verified.is_operator)
@@ -143,35 +154,3 @@ class ArrowheadAuthentication(BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return "Bearer"
-
-
-def _whitelisted(name: str) -> bool:
-    return name in {names.normalize_system_name(entry) for entry in settings.MANAGEMENT_WHITELIST}
-
-
-def has_management_permission(requester: Requester, permission: str | None) -> bool:
-    if requester.is_operator:
-        return True
-    policy = settings.MANAGEMENT_POLICY
-    if policy == "sysop-only":
-        return False
-    if _whitelisted(requester.name):
-        return True
-    return policy == "permission" and permission is not None and requester.has_perm(permission)
-
-
-class ManagementPermission(BasePermission):
-    """Paths containing `/mgmt/` need management permission. A view names the Django
-    permission that grants its operation in `management_permission` (e.g. `store.add_rule`),
-    or a mapping of HTTP method to permission where one path serves several operations;
-    without one, only operators and whitelisted systems pass."""
-
-    def has_permission(self, request: Request, view: object) -> bool:
-        if "/mgmt/" not in request.path:
-            return True
-        permission = getattr(view, "management_permission", None)
-        if isinstance(permission, dict):
-            permission = permission.get(request.method)
-        if not has_management_permission(request.user, permission):
-            raise Forbidden(NO_MANAGEMENT_PERMISSION)
-        return True

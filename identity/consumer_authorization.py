@@ -1,0 +1,54 @@
+"""ConsumerAuthorization's answer to "may this system use that operation of ours", for
+MANAGEMENT_POLICY=authorization (reference audit §2 "Management filter").
+
+Asked with `authorization`/`verify` (POST /consumerauthorization/authorization/verify) as the
+Java ManagementServiceFilter asks it: provider = SYSTEM_NAME, consumer = the requester, cloud
+`LOCAL`, targetType `SERVICE_DEF`, target = the management service definition, scope = the
+operation; the answer is a bare boolean. Answers, granted or not, are reused for
+CONSUMER_AUTHORIZATION_CACHE_SECONDS, so that a management tool's burst costs one question.
+"""
+import hashlib
+
+from django.conf import settings
+from django.core.cache import cache
+
+from serviceregistry import peers
+from serviceregistry.published import ServiceOperation
+
+AUTHORIZATION = peers.PeerService(
+    system="ConsumerAuthorization", definition="authorization",
+    url_setting="CONSUMER_AUTHORIZATION_URL", base_path="/consumerauthorization/authorization",
+    operations={"verify": peers.PeerOperation("POST", "/verify")})
+
+_CACHE_PREFIX = "ca-management:"
+
+
+class ConsumerAuthorizationUnavailable(Exception):
+    """ConsumerAuthorization could not be asked, or answered something else than a boolean."""
+
+
+def _cache_key(consumer: str, operation: ServiceOperation) -> str:
+    # Names are validated, but hashing keeps the key short and free of cache-unsafe characters.
+    text = f"{settings.SYSTEM_NAME}|{consumer}|{operation.service}|{operation.name}"
+    return _CACHE_PREFIX + hashlib.sha256(text.encode()).hexdigest()
+
+
+def management_granted(consumer: str, operation: ServiceOperation) -> bool:
+    """Whether ConsumerAuthorization lets `consumer` use `operation` of this system.
+    Raises ConsumerAuthorizationUnavailable."""
+    key = _cache_key(consumer, operation)
+    known = cache.get(key)
+    if isinstance(known, bool):
+        return known
+    body = {"provider": settings.SYSTEM_NAME, "consumer": consumer, "cloud": "LOCAL",
+            "targetType": "SERVICE_DEF", "target": operation.service, "scope": operation.name}
+    try:
+        answer = peers.call(AUTHORIZATION, "verify", body=body)
+    except (peers.PeerUnavailable, peers.PeerRefused) as error:
+        raise ConsumerAuthorizationUnavailable(error.message) from error
+    if not isinstance(answer, bool):
+        raise ConsumerAuthorizationUnavailable("ConsumerAuthorization authorization/verify "
+                                               "answered no boolean")
+    if settings.CONSUMER_AUTHORIZATION_CACHE_SECONDS:
+        cache.set(key, answer, timeout=settings.CONSUMER_AUTHORIZATION_CACHE_SECONDS)
+    return answer
