@@ -8,8 +8,9 @@ import urllib.request
 
 import pytest
 
+from config.conventions.timestamps import parse_utc
 from notifications.models import NotificationDelivery
-from orchestration.models import AuthorizationToken, OrchestrationJob
+from orchestration.models import AuthorizationToken, OrchestrationJob, OrchestrationLock
 from serviceregistry import instances, peers
 from store.models import CatalogChange
 from subscriptions.models import Subscription
@@ -274,6 +275,20 @@ class FailureTests:
         assert_error(pull(api, requirement(), consumer=CONSUMER), 503, "EXTERNAL_SERVER_ERROR",
                      "ConsumerAuthorization authorizationTokenManagement/generate-tokens "
                      "answered HTTP 500: Broken", f"POST {PULL}")
+
+    def test_a_reservation_made_before_the_failure_stays_the_consumers(self, api, ca):
+        make_instances(instance_body(P1, SERVICE, metadata={"allowExclusivity": 60},
+                                     interfaces=[interface(TIME)]))
+        make_rules((CONSUMER, ONE, 1))
+        body = {**requirement(), "exclusivityDuration": 30}
+        ca.fail_with = 500
+        assert pull(api, body, consumer=CONSUMER).status_code == 503
+        lock = OrchestrationLock.objects.get()
+        assert (lock.service_instance_id, lock.owner) == (ONE, CONSUMER)
+        ca.fail_with = None
+        [result] = results(pull(api, body, consumer=CONSUMER)).values()
+        assert parse_utc(result["exclusiveUntil"]) == lock.expires_at
+        assert set(result["authorizationTokens"][TIME]) == {SERVICE}
 
     @pytest.mark.parametrize("answer, what", [
         ([], "no entries list"),
