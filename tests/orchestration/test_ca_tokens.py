@@ -146,6 +146,11 @@ class ReferenceScenarioTests:
                                       generation(USAGE, P2, OPERATION)]}
         assert set(found[P1]["authorizationTokens"]) == {TIME, USAGE}
         assert found[P2]["authorizationTokens"][USAGE][OPERATION]["usageLimit"] == 5
+        # The CA keeps one live token per consumer, provider, target and scope, whatever the
+        # variant (reference-dynamic §9.2): P1's later usage-limited one replaced the other.
+        tokens = found[P1]["authorizationTokens"]
+        assert [verify_at_ca(ca, tokens[variant][OPERATION]["token"], P1)["verified"]
+                for variant in (TIME, USAGE)] == [False, True]
 
     def test_it_asks_for_json_web_tokens_too(self, api, ca):
         """The CA signs them (ours cannot); the fake, like the reference without SSL, fails
