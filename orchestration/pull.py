@@ -8,13 +8,14 @@ preferred providers (5); QoS (6); exclusivity and matchmaking (7, 8); tokens (9)
 """
 import datetime as dt
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.utils import timezone
 
 from config.exceptions import ArrowheadError, ExternalServerError, InvalidParameter
-from orchestration import matching, reservations, selectors
+from orchestration import ca_tokens, matching, reservations, selectors
 from orchestration.latency import instance_latencies
 from orchestration.models import OrchestrationJob
 from orchestration.tokens import TokenGrant, is_issuable, tokens_issue
@@ -217,24 +218,34 @@ def _exclusivity_and_matchmaking(candidates: list[Candidate], run: _Run) -> list
     return [candidate for candidate in chosen if candidate is not None]
 
 
-def _grants(candidates: list[Candidate], run: _Run) -> list[tuple[Candidate, TokenGrant]]:
+def _grants(candidates: list[Candidate], run: _Run, issuable: Callable[[str], bool],
+            whole_service: Callable[[Candidate], str]) -> list[tuple[Candidate, TokenGrant]]:
+    """One grant per candidate, token variant among its interfaces' policies and scope (each
+    requested operation, else `whole_service`)."""
     scopes = run.request.requirement.operations
     grants = []
     for candidate in candidates:
         variants = dict.fromkeys(i["policy"] for i in candidate.interfaces or ()
-                                 if i["policy"].endswith("TOKEN_AUTH") and is_issuable(i["policy"]))
+                                 if issuable(i["policy"]))
         for variant in variants:
-            for scope in scopes or (candidate.service_definition,):
+            for scope in scopes or (whole_service(candidate),):
                 grants.append((candidate, TokenGrant(variant, run.consumer, candidate.provider,
                                                      candidate.service_definition, scope)))
     return grants
 
 
 def _tokens(candidates: list[Candidate], run: _Run) -> dict[int, dict]:
-    """Authorization tokens by candidate (id()), `{policy: {operation: token}}`."""
+    """Authorization tokens by candidate (id()), `{policy: {operation: token}}`, from the
+    issuer AUTHORIZATION_TOKENS names."""
     if not run.commit:
         return {}
-    grants = _grants(candidates, run)
+    if settings.AUTHORIZATION_TOKENS == "consumer-authorization":
+        return _generated_tokens(candidates, run)
+    return _own_tokens(candidates, run)
+
+
+def _own_tokens(candidates: list[Candidate], run: _Run) -> dict[int, dict]:
+    grants = _grants(candidates, run, is_issuable, lambda c: c.service_definition)
     issued = tokens_issue([grant for _, grant in grants], now=run.now)
     tokens: dict[int, dict] = {}
     for (candidate, _), token in zip(grants, issued):
@@ -244,6 +255,24 @@ def _tokens(candidates: list[Candidate], run: _Run) -> dict[int, dict]:
             entry["usageLimit"] = token.usage_limit
         tokens.setdefault(id(candidate), {}).setdefault(token.grant.variant, {})[
             token.grant.scope] = entry
+    return tokens
+
+
+def _generated_tokens(candidates: list[Candidate], run: _Run) -> dict[int, dict]:
+    """ConsumerAuthorization's tokens, mapped back as DynamicServiceOrchestration does: each
+    to the first candidate of its provider, under its variant and its scope (the service
+    definition when the scope is empty)."""
+    grants = _grants(candidates, run, ca_tokens.is_requestable, lambda c: ca_tokens.WHOLE_SERVICE)
+    generated = ca_tokens.tokens_generate([grant for _, grant in grants])
+    first: dict[str, Candidate] = {}
+    for candidate in candidates:
+        first.setdefault(candidate.provider, candidate)
+    tokens: dict[int, dict] = {}
+    for token in generated:
+        candidate = first.get(token.provider)
+        if candidate is not None:
+            tokens.setdefault(id(candidate), {}).setdefault(token.variant, {})[token.key] = \
+                token.entry
     return tokens
 
 

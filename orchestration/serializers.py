@@ -62,7 +62,8 @@ class TokenSerializer(serializers.Serializer):
     tokenType = serializers.CharField()
     targetType = serializers.CharField()
     token = serializers.CharField()
-    expiresAt = serializers.DateTimeField()
+    # ConsumerAuthorization's usage-limited tokens never expire (AUTHORIZATION_TOKENS).
+    expiresAt = serializers.DateTimeField(required=False)
     usageLimit = serializers.IntegerField(required=False)
 
 

@@ -22,7 +22,7 @@ from django.utils import timezone
 from rest_framework.utils.encoders import JSONEncoder
 
 from config.advisory_locks import advisory_locks
-from config.exceptions import Forbidden, InvalidParameter
+from config.exceptions import ExternalServerError, Forbidden, InvalidParameter
 from config.transaction_retry import retry_on_conflict
 from notifications.services import deliveries_cancel, delivery_create
 from orchestration.models import OrchestrationJob
@@ -289,6 +289,11 @@ def subscriptions_evaluate_flagged() -> int:
             logger.warning("Evaluating subscription %s needs the ServiceRegistry, which failed "
                            "(retried next round): %s", subscription_id, error.message)
             break
+        except ExternalServerError as error:
+            # Another system the push needs (ConsumerAuthorization's tokens): the push is
+            # rolled back and the subscription stays flagged; the others may not need it.
+            logger.warning("Pushing subscription %s failed (retried next round): %s",
+                           subscription_id, error.message)
         except Exception:
             # One broken subscription must not stop the others; it stays flagged for the next
             # round (the error is in the log and in the job history).

@@ -14,7 +14,8 @@ Java DTOs over real HTTP:
 
 Policies are granted with `grant(consumer, provider, target, scope=None)`; scope None grants
 every operation (the default `*` policy). Callers are identified with the declared policy.
-Every request is recorded in `calls`; `fail_with` makes every answer that status.
+Every request is recorded in `calls`; `fail_with` makes every answer that status;
+`generate_answer` (status, body) replaces the answer of every generation.
 """
 import base64
 import datetime as dt
@@ -41,6 +42,9 @@ SYSTEM_NAME = "ConsumerAuthorization"
 _TOKEN_TYPES = {"TIME_LIMITED_TOKEN_AUTH": "TIME_LIMITED_TOKEN",
                 "USAGE_LIMITED_TOKEN_AUTH": "USAGE_LIMITED_TOKEN",
                 "BASE64_SELF_CONTAINED_TOKEN_AUTH": "SELF_CONTAINED_TOKEN"}
+# The reference signs these with its private key, but only with SSL enabled; this fake speaks
+# plain HTTP, so it fails them as the reference does without SSL.
+_JWT_VARIANTS = ("RSA_SHA256_JSON_WEB_TOKEN_AUTH", "RSA_SHA512_JSON_WEB_TOKEN_AUTH")
 
 
 @dataclass
@@ -63,6 +67,7 @@ class FakeConsumerAuthorization:
         self.time_limit_seconds = time_limit_seconds
         self.usage_limit = usage_limit
         self.fail_with: int | None = None
+        self.generate_answer: tuple[int, Any] | None = None
         self.delay = 0.0
         self.calls: list[Call] = []
         self._grants: set[tuple[str, str, str, str | None]] = set()
@@ -141,6 +146,9 @@ class FakeConsumerAuthorization:
         entries = []
         for request in requests:
             variant = request.get("tokenVariant")
+            if variant in _JWT_VARIANTS:
+                return 400, error_body(400, "INVALID_PARAMETER", "JWT is supported only when "
+                                       "SSL is enabled", f"POST {GENERATE}")
             if variant not in _TOKEN_TYPES:
                 return 400, error_body(400, "INVALID_PARAMETER", f"Invalid token variant: "
                                        f"{variant}", f"POST {GENERATE}")
@@ -228,6 +236,8 @@ class FakeConsumerAuthorization:
                 parts = urlsplit(self.path)
                 if self.command == "POST" and parts.path == VERIFY:
                     return self._send(*fake.verify(caller, body))
+                if self.command == "POST" and parts.path == GENERATE and fake.generate_answer:
+                    return self._send(*fake.generate_answer)
                 if self.command == "POST" and parts.path == GENERATE:
                     return self._send(*fake.generate(caller, parts.query, body))
                 if self.command == "GET" and parts.path.startswith(TOKEN_VERIFY):
