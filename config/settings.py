@@ -365,7 +365,10 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["config.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["config.parsers.JSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": ["config.auth.ArrowheadAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["config.auth.ManagementPermission"],
+    # The Blacklist filter comes first, as the reference's filter chain has it (order 20
+    # before the management filter): a blacklisted system learns nothing else.
+    "DEFAULT_PERMISSION_CLASSES": ["identity.blacklist.BlacklistPermission",
+                                   "config.auth.ManagementPermission"],
     "EXCEPTION_HANDLER": "config.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
