@@ -42,7 +42,7 @@ PUBLIC_KEYS: dict[str, Callable[[], str]] = {
     # Our names: sysop-only, whitelist, permission (the reference's authorization, answered by
     # Django permissions instead of ConsumerAuthorization).
     "management.policy": _setting("MANAGEMENT_POLICY"),
-    "enable.blacklist.filter": _setting("BLACKLIST_FILTER", False),
+    "enable.blacklist.filter": _setting("BLACKLIST_ENABLED", False),
     "force.blacklist.filter": _setting("BLACKLIST_FORCE", True),
     # Provider addresses may be loopback and link-local, private and other non-routable ones
     # (store.addresses): both allowed, as the reference's defaults.

@@ -68,17 +68,14 @@ class GetConfigApiTests:
 
     def test_it_picks_up_settings_this_service_does_not_have_yet(self, api, settings):
         settings.MQTT_API_ENABLED, settings.SERVICE_ADDRESS = True, "orchestrator.local"
+        settings.BLACKLIST_ENABLED, settings.BLACKLIST_FORCE = True, False
         settings.SERVICE_ADDRESS_ALIAS = ["orch", "orchestrator"]
         values = config_map(get_config(api, every_key()))
         assert values["mqtt.api.enabled"] == "true"
         assert values["domain.name"] == "orchestrator.local"
-        assert values["service.address.alias"] == "orch,orchestrator"
-
-    def test_it_answers_the_blacklist_settings(self, api, settings):
-        settings.BLACKLIST_FILTER, settings.BLACKLIST_FORCE = True, False  # Sysop is not checked
-        values = config_map(get_config(api, every_key()))
         assert values["enable.blacklist.filter"] == "true"
         assert values["force.blacklist.filter"] == "false"
+        assert values["service.address.alias"] == "orch,orchestrator"
 
     def test_it_never_answers_secrets(self, api, settings):
         settings.AUTHENTICATION_PASSWORD = "hunter2"
