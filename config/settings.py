@@ -365,15 +365,16 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["config.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["config.parsers.JSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": ["config.auth.ArrowheadAuthentication"],
-    # The Blacklist filter comes first, as the reference's filter chain has it (order 20
-    # before the management filter): a blacklisted system learns nothing else.
-    "DEFAULT_PERMISSION_CLASSES": ["identity.blacklist.BlacklistPermission",
-                                   "config.auth.ManagementPermission"],
+    "DEFAULT_PERMISSION_CLASSES": ["config.auth.ManagementPermission"],
     "EXCEPTION_HANDLER": "config.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
     "UNAUTHENTICATED_USER": None,
 }
+# The Blacklist filter comes before every other permission, as in the reference's filter chain
+# (order 20, before the management filter): a blacklisted system learns nothing else.
+REST_FRAMEWORK["DEFAULT_PERMISSION_CLASSES"] = [
+    "identity.blacklist.BlacklistPermission", *REST_FRAMEWORK["DEFAULT_PERMISSION_CLASSES"]]
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Service Orchestration",

@@ -4,14 +4,11 @@ import pytest
 
 pytest.register_assert_rewrite("tests.helpers", "tests.store.helpers")
 
-from django.core.cache import cache  # noqa: E402
 from rest_framework.test import APIClient  # noqa: E402
 
 from config.celery import app as celery_app  # noqa: E402
-from serviceregistry import peers  # noqa: E402
 from tests import services  # noqa: E402
 from tests.endpoints import HttpSink, MqttReceiver  # noqa: E402
-from tests.fake_blacklist import FakeBlacklist  # noqa: E402
 from tests.worker import celery_worker  # noqa: E402,F401  (fixture)
 
 
@@ -54,18 +51,3 @@ def http_sink() -> Iterator[HttpSink]:
     sink = HttpSink()
     yield sink
     sink.close()
-
-
-@pytest.fixture
-def blacklist(settings) -> Iterator[FakeBlacklist]:
-    """A fake Blacklist at BLACKLIST_URL with the filter on (force on, the default exclude
-    list); the peer locations and the cache start and end clean."""
-    fake = FakeBlacklist()
-    settings.BLACKLIST_FILTER = True
-    settings.BLACKLIST_URL = fake.url
-    peers.forget_locations()
-    cache.clear()
-    yield fake
-    fake.stop()
-    peers.forget_locations()
-    cache.clear()

@@ -8,7 +8,8 @@
   `alivesAt` keeps the entries that do not expire before it. Pages as the Java systems do:
   page and size null → page 0 of `page_size`; a size above `page_size` is refused (400).
 
-Entries are added with `put(name, ...)`. Callers are identified with the declared policy (no
+Entries are added with `put(name, ...)`. The `blacklist` fixture (import it into a test module)
+serves one at BLACKLIST_URL with the filter on. Callers are identified with the declared policy (no
 `Bearer SYSTEM//<name>`: 401). Every request is recorded in `calls`; `fail_with` makes every
 answer that status (500: a generic failure); `refuse_with` (401 or 403) answers with the Java
 envelope of an AuthException or ForbiddenException.
@@ -16,12 +17,17 @@ envelope of an AuthException or ForbiddenException.
 import datetime as dt
 import json
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+import pytest
+from django.core.cache import cache
+
 from config.conventions.timestamps import parse_utc
+from serviceregistry import peers
 from tests.endpoints import serve_on_loopback, server_url, stop_serving
 from tests.fake_authentication import error_body, iso, utc_now
 from tests.fake_service_registry import Call, declared_identity
@@ -184,3 +190,18 @@ class FakeBlacklist:
                 pass
 
         return Handler
+
+
+@pytest.fixture
+def blacklist(settings) -> Iterator[FakeBlacklist]:
+    """A fake Blacklist at BLACKLIST_URL with the filter on (force on, the default exclude
+    list); the peer locations and the cache start and end clean."""
+    fake = FakeBlacklist()
+    settings.BLACKLIST_FILTER = True
+    settings.BLACKLIST_URL = fake.url
+    peers.forget_locations()
+    cache.clear()
+    yield fake
+    fake.stop()
+    peers.forget_locations()
+    cache.clear()

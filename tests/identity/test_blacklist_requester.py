@@ -7,12 +7,13 @@ from collections.abc import Iterator
 import pytest
 
 from serviceregistry import peers
-from tests.fake_blacklist import CHECK, QUERY, FakeBlacklist
+from tests.fake_blacklist import CHECK, QUERY, blacklist  # noqa: F401 (fixture)
 from tests.fake_service_registry import FakeServiceRegistry
 from tests.helpers import SYSOP, as_system, assert_error
 from tests.orchestration.helpers import PULL, pull
 from tests.store.helpers import QUERY as STORE_QUERY
 from tests.store.helpers import post
+from tests.subscriptions.helpers import SUBSCRIBE, subscribe, subscription_body
 
 pytestmark = pytest.mark.django_db
 
@@ -49,6 +50,11 @@ class BlacklistedRequesterTests:
                      "StoreAdmin system is blacklisted", f"POST {STORE_QUERY}")
         assert_error(store_query_as(api, "Stranger"), 403, "FORBIDDEN",
                      "Stranger system is blacklisted", f"POST {STORE_QUERY}")
+
+    def test_it_refuses_a_blacklisted_subscriber(self, api, blacklist):
+        blacklist.put("TemperatureConsumer")
+        assert_error(subscribe(api, subscription_body()), 403, "FORBIDDEN",
+                     "TemperatureConsumer system is blacklisted", f"POST {SUBSCRIBE}")
 
     def test_it_serves_a_requester_that_is_not_listed(self, api, blacklist):
         assert pull_as(api, "GoodConsumer").status_code == 200

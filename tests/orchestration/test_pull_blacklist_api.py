@@ -3,6 +3,9 @@ of §15 D): the providers of the candidates are looked up with `blacklistManagem
 a fake Blacklist over real HTTP, paged, and the listed ones are dropped before anything is
 reserved or issued for them."""
 import datetime as dt
+import json
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
@@ -12,7 +15,7 @@ from orchestration.models import AuthorizationToken, OrchestrationJob, Orchestra
 from orchestration.pull import orchestrate
 from orchestration.requests import parse_orchestration_request
 from serviceregistry import instances, peers
-from tests.fake_blacklist import CHECK, QUERY, FakeBlacklist
+from tests.fake_blacklist import CHECK, QUERY, FakeBlacklist, blacklist  # noqa: F401 (fixture)
 from tests.fake_service_registry import FakeServiceRegistry
 from tests.helpers import assert_error
 from tests.orchestration.helpers import PULL, instance_ids, pull
@@ -217,10 +220,6 @@ class ProviderDiscoveryTests:
 
 def test_the_fake_blacklist_refuses_a_caller_without_identity() -> None:
     """The fake checks identities, so the tests above show that ours is sent."""
-    import json
-    import urllib.error
-    import urllib.request
-
     fake = FakeBlacklist()
     try:
         request = urllib.request.Request(fake.url + QUERY, data=json.dumps({}).encode(),
