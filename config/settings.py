@@ -365,7 +365,10 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["config.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["config.parsers.JSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": ["identity.authentication.ArrowheadAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["identity.permissions.ManagementPermission"],
+    # The Blacklist filter comes before every other permission, as in the reference's filter
+    # chain (order 20, before the management filter): a blacklisted system learns nothing else.
+    "DEFAULT_PERMISSION_CLASSES": ["identity.blacklist.BlacklistPermission",
+                                   "identity.permissions.ManagementPermission"],
     "EXCEPTION_HANDLER": "config.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",

@@ -4,6 +4,7 @@ reserved, with tokens; recorded as an orchestration job.
 Steps, in order: candidates from rules (1); catalog join: expired instances dropped, unknown
 ones kept with what their id tells, the Java warnings naming what was not evaluated (2);
 versions, alive time, metadata (3); interfaces (4); reservations of others (7, part);
+blacklisted providers (BLACKLIST_FILTER; before anything is reserved or issued for them);
 preferred providers (5); QoS (6); exclusivity and matchmaking (7, 8); tokens (9); flags (10).
 """
 import datetime as dt
@@ -15,6 +16,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from config.exceptions import ArrowheadError, ExternalServerError, InvalidParameter
+from identity.blacklist import providers_allowed
 from orchestration import ca_tokens, matching, reservations, selectors
 from orchestration.latency import instance_latencies
 from orchestration.models import OrchestrationJob
@@ -25,6 +27,7 @@ from orchestration.types import (
     OrchestrationResultEntry,
 )
 from serviceregistry.instances import RegistryInstance
+from serviceregistry.peers import PeerRefused
 from store.interfaces import MAX_EXCLUSIVITY_SECONDS, exclusivity_seconds
 from store.metadata_requirements import matches_any, regex_budget
 from store.models import Rule, ServiceInstance
@@ -134,6 +137,16 @@ def _qualifies(candidate: Candidate, run: _Run) -> bool:
                 "properties": i.properties} for i in instance.interfaces.all()]
     candidate.interfaces = matching.qualifying_interfaces(offered, requirement)
     return bool(candidate.interfaces)
+
+
+def _not_blacklisted(candidates: list[Candidate]) -> list[Candidate]:
+    """Without the providers the Blacklist lists (reference-dynamic §9.5, identity.blacklist);
+    where the reference has it: before preferred providers, so that a blacklisted preferred
+    provider does not push the others out."""
+    if not settings.BLACKLIST_FILTER or not candidates:
+        return candidates
+    allowed = providers_allowed(candidate.provider for candidate in candidates)
+    return [candidate for candidate in candidates if candidate.provider in allowed]
 
 
 def _within_latency(candidates: list[Candidate], max_latency: int, now) -> list[Candidate]:
@@ -305,6 +318,7 @@ def orchestrate(*, consumer: str, request: OrchestrationRequest, now: dt.datetim
     requirement = request.requirement
     with regex_budget():  # requirements are evaluated per candidate (docs/limits.md)
         qualifying = _candidates(run)
+    qualifying = _not_blacklisted(qualifying)
     candidates = matching.preferred_first(
         qualifying, lambda c: c.provider, requirement.preferred_providers,
         only_preferred=request.has("ONLY_PREFERRED"))
@@ -328,13 +342,13 @@ def orchestration_pull(*, requester: str, request: OrchestrationRequest) -> Orch
 def orchestrate_recorded(job: OrchestrationJob, request: OrchestrationRequest,
                          ) -> OrchestrationResult:
     """Orchestrate for `job.target` and record the job once it has ended: DONE with the
-    result count, or ERROR for a failure of ours or of another system (the ServiceRegistry: 503);
-    a refused request is not recorded.
+    result count, or ERROR for a failure of ours or of another system (the ServiceRegistry: 503;
+    a refusal of the Blacklist, passed through); a refused request is not recorded.
     `job` is new (inserted) or a queued job's row, IN_PROGRESS since `job.started_at`
     (updated)."""
     try:
         result = orchestrate(consumer=job.target, request=request, now=job.started_at)
-    except ExternalServerError as exc:
+    except (ExternalServerError, PeerRefused) as exc:
         _record(job, OrchestrationJob.Status.ERROR, 0, exc.message)
         raise
     except ArrowheadError:
