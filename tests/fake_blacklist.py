@@ -15,11 +15,8 @@ answer that status (500: a generic failure); `refuse_with` (401 or 403) answers 
 envelope of an AuthException or ForbiddenException.
 """
 import datetime as dt
-import json
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -28,9 +25,8 @@ from django.core.cache import cache
 
 from config.conventions.timestamps import parse_utc
 from serviceregistry import peers
-from tests.endpoints import serve_on_loopback, server_url, stop_serving
 from tests.fake_authentication import error_body, iso, utc_now
-from tests.fake_service_registry import Call, declared_identity
+from tests.fake_system import FakeSystem, not_found
 
 BASE = "/blacklist"
 CHECK = f"{BASE}/check/"
@@ -61,46 +57,22 @@ class _Entry:
                 "active": self.active}
 
 
-class FakeBlacklist:
+class FakeBlacklist(FakeSystem):
     def __init__(self, *, page_size: int = 1000) -> None:
         self.page_size = page_size
-        self.fail_with: int | None = None
         self.refuse_with: int | None = None
-        self.calls: list[Call] = []
         self._entries: list[_Entry] = []
-        self._lock = threading.Lock()
-        self._server, self._thread = serve_on_loopback(self._handler_class(), 0)
-
-    @property
-    def url(self) -> str:
-        return server_url(self._server)
-
-    @property
-    def port(self) -> int:
-        return self._server.server_address[1]
-
-    def stop(self) -> None:
-        stop_serving(self._server, self._thread)
+        super().__init__()
 
     def put(self, name: str, *, reason: str = "misbehaving", active: bool = True,
             expires_at: dt.datetime | None = None) -> None:
         with self._lock:
             self._entries.append(_Entry(name, "Sysop", reason, utc_now(), expires_at, active))
 
-    def calls_to(self, path: str) -> list[Call]:
-        with self._lock:
-            return [call for call in self.calls if urlsplit(call.path).path.startswith(path)]
-
     def service_instances(self) -> dict[str, list[dict[str, Any]]]:
         """The interfaces to register in a (fake) ServiceRegistry, by service definition, as
         the reference registers them (generic_http)."""
-        def interface(base: str, operations: dict[str, tuple[str, str]]) -> list[dict[str, Any]]:
-            return [{"templateName": "generic_http", "protocol": "http", "policy": "NONE",
-                     "properties": {"accessAddresses": ["127.0.0.1"], "accessPort": self.port,
-                                    "basePath": base,
-                                    "operations": {name: {"method": method, "path": path}
-                                                   for name, (method, path) in
-                                                   operations.items()}}}]
+        interface = self.http_interfaces
         return {
             "blacklistDiscovery": interface(BASE, {
                 "lookup": ("GET", "/lookup"), "check": ("GET", "/check/{systemName}")}),
@@ -145,51 +117,19 @@ class FakeBlacklist:
             return None, 0
         return page, size
 
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
+    def refusal(self, origin: str) -> tuple[int, Any] | None:
+        if self.refuse_with is None:
+            return None
+        return self.refuse_with, error_body(self.refuse_with, *REFUSALS[self.refuse_with],
+                                            origin)
 
-        class Handler(BaseHTTPRequestHandler):
-            def _serve(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                try:
-                    body = json.loads(raw) if raw else None
-                except ValueError:
-                    body = None
-                authorization = self.headers.get("Authorization")
-                with fake._lock:
-                    fake.calls.append(Call(self.command, self.path, authorization, body))
-                path = urlsplit(self.path).path
-                origin = f"{self.command} {path}"
-                if fake.fail_with is not None:
-                    status = fake.fail_with
-                    return self._send(status, error_body(status, "INTERNAL_SERVER_ERROR",
-                                                         "Broken", origin))
-                if fake.refuse_with is not None:
-                    status = fake.refuse_with
-                    return self._send(status, error_body(status, *REFUSALS[status], origin))
-                if declared_identity(authorization) is None:
-                    return self._send(401, error_body(401, "AUTH", "Invalid authorization "
-                                                      "header", origin))
-                if self.command == "GET" and path.startswith(CHECK):
-                    return self._send(*fake.check(unquote(path[len(CHECK):])))
-                if self.command == "POST" and path == QUERY:
-                    return self._send(*fake.query(body))
-                self._send(404, error_body(404, "DATA_NOT_FOUND", "Not found", origin))
-
-            do_POST = do_GET = do_DELETE = _serve
-
-            def _send(self, status: int, body: Any) -> None:
-                content = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(content)))
-                self.end_headers()
-                self.wfile.write(content)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        return Handler
+    def answer(self, method: str, path: str, caller: str | None, body: Any) -> tuple[int, Any]:
+        path = urlsplit(path).path
+        if method == "GET" and path.startswith(CHECK):
+            return self.check(unquote(path[len(CHECK):]))
+        if method == "POST" and path == QUERY:
+            return self.query(body)
+        return not_found(method, path)
 
 
 @pytest.fixture

@@ -20,18 +20,13 @@ Every request is recorded in `calls`; `fail_with` makes every answer that status
 import base64
 import datetime as dt
 import hashlib
-import json
 import secrets
-import threading
-import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from tests.endpoints import serve_on_loopback, server_url, stop_serving
 from tests.fake_authentication import error_body, iso, utc_now
-from tests.fake_service_registry import Call, declared_identity
+from tests.fake_system import FakeSystem, not_found
 
 BASE = "/consumerauthorization"
 VERIFY = f"{BASE}/authorization/verify"
@@ -60,31 +55,16 @@ class _Token:
     usage_left: int | None
 
 
-class FakeConsumerAuthorization:
+class FakeConsumerAuthorization(FakeSystem):
     def __init__(self, *, unbound_whitelist: tuple[str, ...] = ("SimpleStoreServiceOrchestration",),
                  time_limit_seconds: int = 60, usage_limit: int = 5) -> None:
         self.unbound_whitelist = set(unbound_whitelist)
         self.time_limit_seconds = time_limit_seconds
         self.usage_limit = usage_limit
-        self.fail_with: int | None = None
         self.generate_answer: tuple[int, Any] | None = None
-        self.delay = 0.0
-        self.calls: list[Call] = []
         self._grants: set[tuple[str, str, str, str | None]] = set()
         self._tokens: dict[str, _Token] = {}  # sha256 of the token -> token
-        self._lock = threading.Lock()
-        self._server, self._thread = serve_on_loopback(self._handler_class(), 0)
-
-    @property
-    def url(self) -> str:
-        return server_url(self._server)
-
-    @property
-    def port(self) -> int:
-        return self._server.server_address[1]
-
-    def stop(self) -> None:
-        stop_serving(self._server, self._thread)
+        super().__init__()
 
     def grant(self, consumer: str, provider: str, target: str, scope: str | None = None) -> None:
         with self._lock:
@@ -94,20 +74,10 @@ class FakeConsumerAuthorization:
         with self._lock:
             self._grants.clear()
 
-    def calls_to(self, path: str) -> list[Call]:
-        with self._lock:
-            return [call for call in self.calls if urlsplit(call.path).path.startswith(path)]
-
     def service_instances(self) -> dict[str, list[dict[str, Any]]]:
         """The interfaces to register in a (fake) ServiceRegistry, by service definition, as
         the reference registers them (generic_http)."""
-        def interface(base: str, operations: dict[str, tuple[str, str]]) -> list[dict[str, Any]]:
-            return [{"templateName": "generic_http", "protocol": "http", "policy": "NONE",
-                     "properties": {"accessAddresses": ["127.0.0.1"], "accessPort": self.port,
-                                    "basePath": base,
-                                    "operations": {name: {"method": method, "path": path}
-                                                   for name, (method, path) in
-                                                   operations.items()}}}]
+        interface = self.http_interfaces
         return {
             "authorization": interface(f"{BASE}/authorization", {
                 "verify": ("POST", "/verify"), "lookup": ("POST", "/lookup")}),
@@ -210,55 +180,12 @@ class FakeConsumerAuthorization:
                      "consumer": record.consumer, "targetType": record.target_type,
                      "target": record.target, "scope": record.scope or None}
 
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _serve(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                try:
-                    body = json.loads(raw) if raw else None
-                except ValueError:
-                    body = None
-                authorization = self.headers.get("Authorization")
-                with fake._lock:
-                    fake.calls.append(Call(self.command, self.path, authorization, body))
-                time.sleep(fake.delay)
-                origin = f"{self.command} {urlsplit(self.path).path}"
-                if fake.fail_with is not None:
-                    status = fake.fail_with
-                    return self._send(status, error_body(status, "INTERNAL_SERVER_ERROR",
-                                                         "Broken", origin))
-                caller = declared_identity(authorization)
-                if caller is None:
-                    return self._send(401, error_body(401, "AUTH", "Invalid authorization "
-                                                      "header", origin))
-                parts = urlsplit(self.path)
-                if self.command == "POST" and parts.path == VERIFY:
-                    return self._send(*fake.verify(caller, body))
-                if self.command == "POST" and parts.path == GENERATE and fake.generate_answer:
-                    return self._send(*fake.generate_answer)
-                if self.command == "POST" and parts.path == GENERATE:
-                    return self._send(*fake.generate(caller, parts.query, body))
-                if self.command == "GET" and parts.path.startswith(TOKEN_VERIFY):
-                    return self._send(*fake.token_verify(
-                        caller, unquote(parts.path[len(TOKEN_VERIFY):])))
-                self._send(404, error_body(404, "DATA_NOT_FOUND", "Not found", origin))
-
-            do_POST = do_GET = do_DELETE = _serve
-
-            def _send(self, status: int, body: Any) -> None:
-                content = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(content)))
-                self.end_headers()
-                try:
-                    self.wfile.write(content)
-                except BrokenPipeError:
-                    pass  # the caller gave up waiting (timeout tests)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        return Handler
+    def answer(self, method: str, path: str, caller: str | None, body: Any) -> tuple[int, Any]:
+        parts = urlsplit(path)
+        if method == "POST" and parts.path == VERIFY:
+            return self.verify(caller, body)
+        if method == "POST" and parts.path == GENERATE:
+            return self.generate_answer or self.generate(caller, parts.query, body)
+        if method == "GET" and parts.path.startswith(TOKEN_VERIFY):
+            return self.token_verify(caller, unquote(parts.path[len(TOKEN_VERIFY):]))
+        return not_found(method, path)

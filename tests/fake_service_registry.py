@@ -3,37 +3,18 @@ Java DTOs over real HTTP: system-discovery register/revoke and service-discovery
 register/revoke/lookup (§11.6, by instance ids and by service definition names; the
 `identity` lookup needs no identity, §13.2). It records every request and answers with the
 Java response shapes. Tests set the known instances with `put_instance`."""
-import json
-import threading
 import time
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
 from urllib.parse import unquote
 
-from tests.endpoints import serve_on_loopback, server_url, stop_serving
 from tests.fake_authentication import error_body, iso, utc_now
+from tests.fake_system import Call, FakeSystem, declared_identity, not_found
 
 SYSTEM_REGISTER = "/serviceregistry/system-discovery/register"
 SYSTEM_REVOKE = "/serviceregistry/system-discovery/revoke"
 SERVICE_REGISTER = "/serviceregistry/service-discovery/register"
 SERVICE_REVOKE = "/serviceregistry/service-discovery/revoke/"
 SERVICE_LOOKUP = "/serviceregistry/service-discovery/lookup?verbose=false"
-
-
-@dataclass(frozen=True)
-class Call:
-    method: str
-    path: str
-    authorization: str | None
-    body: Any  # parsed JSON; None without a body
-
-
-def declared_identity(authorization: str | None) -> str | None:
-    prefix = "Bearer SYSTEM//"
-    if authorization and authorization.startswith(prefix):
-        return authorization[len(prefix):] or None
-    return None
 
 
 def is_identity_lookup(path: str, body: Any) -> bool:
@@ -43,28 +24,20 @@ def is_identity_lookup(path: str, body: Any) -> bool:
         and body.get("serviceDefinitionNames") == ["identity"]
 
 
-class FakeServiceRegistry:
+class FakeServiceRegistry(FakeSystem):
     """`identify` turns an Authorization header into the caller's system name (None: 401);
     the declared policy by default. `fail_with` makes every answer that status; `delay`
     seconds pass before each answer. `stop()` closes the port."""
 
     def __init__(self, port: int = 0,
                  identify: Callable[[str | None], str | None] = declared_identity) -> None:
-        self.identify = identify
-        self.fail_with: int | None = None
-        self.delay = 0.0
-        self.calls: list[Call] = []
+        self.identify = identify  # type: ignore[method-assign]
         self.systems: dict[str, dict[str, Any]] = {}    # name -> SystemResponseDTO
         self.instances: dict[str, dict[str, Any]] = {}  # id -> ServiceInstanceResponseDTO
-        self._lock = threading.Lock()
-        self._server, self._thread = serve_on_loopback(self._handler_class(), port)
+        super().__init__(port)
 
-    @property
-    def url(self) -> str:
-        return server_url(self._server)
-
-    def stop(self) -> None:
-        stop_serving(self._server, self._thread)
+    def anonymous_allowed(self, path: str, body: Any) -> bool:
+        return is_identity_lookup(path, body)
 
     def wait_for_calls(self, count: int, timeout: float = 20) -> list[Call]:
         deadline = time.monotonic() + timeout
@@ -108,7 +81,7 @@ class FakeServiceRegistry:
             return self._service_lookup(body)
         if method == "DELETE" and path.startswith(SERVICE_REVOKE):
             return self._service_revoke(name, unquote(path[len(SERVICE_REVOKE):]))
-        return 404, error_body(404, "DATA_NOT_FOUND", "Not found", f"{method} {path}")
+        return not_found(method, path)
 
     def _system_register(self, name: str, body: dict[str, Any]) -> tuple[int, Any]:
         now = iso(utc_now())
@@ -167,44 +140,3 @@ class FakeServiceRegistry:
                                    "forbidden", f"DELETE {SERVICE_REVOKE}{instance_id}")
         del self.instances[instance_id]
         return 200, None
-
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _serve(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                try:
-                    body = json.loads(raw) if raw else None
-                except ValueError:
-                    body = None
-                authorization = self.headers.get("Authorization")
-                with fake._lock:
-                    fake.calls.append(Call(self.command, self.path, authorization, body))
-                time.sleep(fake.delay)
-                name = fake.identify(authorization)
-                if fake.fail_with is not None:
-                    status = fake.fail_with
-                    return self._send(status, error_body(status, "INTERNAL_SERVER_ERROR",
-                                                         "Broken", self.command))
-                if name is None and not is_identity_lookup(self.path, body):
-                    return self._send(401, error_body(401, "AUTH", "Invalid authorization "
-                                                      "header", f"{self.command} {self.path}"))
-                with fake._lock:
-                    self._send(*fake.answer(self.command, self.path, name, body))
-
-            do_POST = do_DELETE = do_GET = _serve
-
-            def _send(self, status: int, body: Any) -> None:
-                content = b"" if body is None else json.dumps(body).encode()
-                self.send_response(status)
-                if body is not None:
-                    self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(content)))
-                self.end_headers()
-                self.wfile.write(content)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        return Handler
