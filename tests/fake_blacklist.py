@@ -5,8 +5,9 @@
 - `blacklistManagement`/`query`: POST /blacklist/mgmt/query, BlacklistQueryRequestDTO
   {pagination, systemNames, mode, issuers, revokers, reason, alivesAt} →
   BlacklistEntryListResponseDTO {entries, count}. `mode` ACTIVES, INACTIVES or ALL (null: ALL);
-  `alivesAt` keeps the entries that do not expire before it. Pages as the Java systems do:
-  page and size null → page 0 of `page_size`; a size above `page_size` is refused (400).
+  `alivesAt` keeps the active entries that do not expire before it (the IDD: "if alivesAt is
+  set, inactive records will not be returned"). Pages as the Java systems do: page and size
+  null → page 0 of `page_size`; a size above `page_size` is refused (400).
 
 Entries are added with `put(name, ...)`. The `blacklist` fixture (import it into a test module)
 serves one at BLACKLIST_URL with the filter on. Callers are identified with the declared policy (no
@@ -102,7 +103,8 @@ class FakeBlacklist(FakeSystem):
             matching = [entry for entry in self._entries
                         if (not names or entry.system_name in names)
                         and (mode == "ALL" or entry.active == (mode == "ACTIVES"))
-                        and (alives_at is None or entry.alive_at(alives_at))]
+                        # "if alivesAt is set, inactive records will not be returned" (IDD)
+                        and (alives_at is None or (entry.active and entry.alive_at(alives_at)))]
         matching.sort(key=lambda entry: entry.system_name)
         return 200, {"entries": [entry.dto() for entry in matching[page * size:(page + 1) * size]],
                      "count": len(matching)}

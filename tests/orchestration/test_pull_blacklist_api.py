@@ -134,8 +134,8 @@ class ProviderFilterTests:
     def test_it_keeps_the_providers_that_are_not_listed_in_their_order(self, api, registry,
                                                                        blacklist):
         blacklist.put("TestProvider2")
-        blacklist.put("TestProvider4", active=False)  # a revoked entry lists the provider too
-        assert pull_ids(api) == [P1, P3]
+        blacklist.put("TestProvider4", active=False)  # revoked: not returned alive now
+        assert pull_ids(api) == [P1, P3, P4]
 
     def test_it_does_not_count_an_entry_that_expired(self, api, registry, blacklist):
         blacklist.put("TestProvider2", expires_at=timezone.now() - dt.timedelta(minutes=1))
