@@ -2,6 +2,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from config.exceptions import ArrowheadError
 from subscriptions.models import Subscription
 from subscriptions.services import subscription_evaluate
 
@@ -20,5 +21,15 @@ class SubscriptionAdmin(admin.ModelAdmin):
 
     @admin.action(description="Push the current result now")
     def push_now(self, request: HttpRequest, queryset: QuerySet[Subscription]) -> None:
-        pushed = sum(subscription_evaluate(subscription_id=s.pk, force=True) for s in queryset)
+        """A subscription whose orchestration needs a system that fails (the ServiceRegistry,
+        ConsumerAuthorization, the Blacklist) is not pushed and is reported; the others are."""
+        pushed, failures = 0, []
+        for subscription in queryset:
+            try:
+                pushed += subscription_evaluate(subscription_id=subscription.pk, force=True)
+            except ArrowheadError as error:
+                failures.append(f"{subscription.pk}: {error.message}")
         self.message_user(request, f"{pushed} notification(s) queued.", messages.SUCCESS)
+        if failures:
+            self.message_user(request, f"{len(failures)} subscription(s) not pushed: "
+                              + "; ".join(failures), messages.ERROR)

@@ -1,7 +1,10 @@
 import pytest
+from django.contrib.messages import get_messages
 
 from notifications.models import NotificationDelivery
 from subscriptions.models import Subscription
+from tests.fake_blacklist import blacklist  # noqa: F401  (fixture)
+from tests.store.helpers import make_rules
 from tests.subscriptions.helpers import (
     mqtt_notify,
     push_element,
@@ -44,3 +47,19 @@ class SubscriptionAdminTests:
         html = page.content.decode()
         assert NotificationDelivery.objects.get().receiver == "ConsumerOfPlant"
         assert "ConsumerOfPlant" in html and "plant/t" in html
+
+    def test_it_reports_a_subscription_whose_push_needs_a_failing_system(
+            self, admin_client, api, blacklist):  # noqa: F811
+        make_rules(("TemperatureConsumer", "TemperatureProvider|temperatureInfo|1.0.0", 1))
+        subscribe(api, subscription_body())
+        subscription = Subscription.objects.get()
+        blacklist.refuse_with = 403
+        response = admin_client.post("/admin/subscriptions/subscription/",
+                                     {"action": "push_now",
+                                      "_selected_action": [str(subscription.pk)]})
+        assert response.status_code == 302
+        assert [str(m) for m in get_messages(response.wsgi_request)] == [
+            "0 notification(s) queued.",
+            f"1 subscription(s) not pushed: {subscription.pk}: Requester has no management "
+            "permission"]
+        assert NotificationDelivery.objects.count() == 0
