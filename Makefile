@@ -63,3 +63,4 @@ bench: $(VENV)/.installed
 	$(PY) bench/rules_at_scale.py
 	$(PY) bench/history_query.py
 	$(PY) bench/http_throughput.py --slow 8
+	$(PY) bench/pull_http.py

@@ -13,22 +13,30 @@ postgres://postgres@127.0.0.1:5432/serviceorchestration_http_bench), created whe
 import argparse
 import json
 import os
-import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
-import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import (  # noqa: E402
+    ECHO,
+    PULL,
+    RULES,
+    create_database,
+    require_wrk,
+    run_wrk,
+    running_server,
+    server_environment,
+    wrk_summary,
+)
+
 DATABASE_URL = os.environ.get(
     "BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/serviceorchestration_http_bench")
-ECHO = "/serviceorchestration/monitor/echo"
-PULL = "/serviceorchestration/orchestration/pull"
-RULES = "/serviceorchestration/orchestration/mgmt/simple-store/create"
 CONSUMER = "BenchConsumer"
 
 
@@ -38,50 +46,28 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--slow", type=int, default=0, help="connections dripping headers")
     arguments = parser.parse_args()
-    if not shutil.which("wrk"):
-        sys.exit("wrk is not on PATH (e.g. apt-get install wrk)")
-    environment = {**os.environ, "DATABASE_URL": DATABASE_URL, "SERVE_STATIC": "false",
-                   "HOST": "127.0.0.1", "PORT": str(_free_port()), "LOG_LEVEL": "WARNING"}
-    _create_database()
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
-                   cwd=ROOT, env=environment, check=True)
+    require_wrk()
+    environment = server_environment(DATABASE_URL)
+    create_database(DATABASE_URL)
     port = int(environment["PORT"])
     with tempfile.TemporaryDirectory() as scratch, \
-            open(Path(scratch) / "gunicorn.log", "w") as log:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "--config", "python:config.gunicorn",
-             "--access-logfile", "/dev/null", "config.wsgi"],
-            cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            _wait_for_echo(port)
-            _store_rules(port)
-            pull_script = Path(scratch) / "pull.lua"
-            pull_script.write_text(_wrk_post_script())
-            stop = threading.Event()
-            drippers = [threading.Thread(target=_drip_headers, args=(port, stop), daemon=True)
-                        for _ in range(arguments.slow)]
-            for dripper in drippers:
-                dripper.start()
-            print(f"WEB_CONCURRENCY={os.environ.get('WEB_CONCURRENCY', '2')} "
-                  f"WEB_THREADS={os.environ.get('WEB_THREADS', 'default')} "
-                  f"connections={arguments.connections} slow={arguments.slow}")
-            for name, extra in (("echo", []), ("pull", ["-s", str(pull_script)])):
-                path = ECHO if name == "echo" else PULL
-                print(f"{name}: {_wrk(port, path, extra, arguments)}")
-            stop.set()
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
-
-
-def _wrk(port: int, path: str, extra: list[str], arguments: argparse.Namespace) -> str:
-    result = subprocess.run(
-        ["wrk", "-t", "2", "-c", str(arguments.connections), "-d", f"{arguments.seconds}s",
-         "--timeout", "10s", "--latency", *extra, f"http://127.0.0.1:{port}{path}"],
-        capture_output=True, text=True, check=True)
-    lines = result.stdout.splitlines()
-    wanted = ("Requests/sec", "Non-2xx", "Socket errors", "50%", "99%")
-    return "; ".join(line.strip() for line in lines if line.strip().startswith(wanted))
+            running_server(environment, Path(scratch) / "gunicorn.log"):
+        _store_rules(port)
+        pull_script = Path(scratch) / "pull.lua"
+        pull_script.write_text(_wrk_post_script())
+        stop = threading.Event()
+        drippers = [threading.Thread(target=_drip_headers, args=(port, stop), daemon=True)
+                    for _ in range(arguments.slow)]
+        for dripper in drippers:
+            dripper.start()
+        print(f"WEB_CONCURRENCY={os.environ.get('WEB_CONCURRENCY', '2')} "
+              f"WEB_THREADS={os.environ.get('WEB_THREADS', 'default')} "
+              f"connections={arguments.connections} slow={arguments.slow}")
+        for name, script in (("echo", None), ("pull", pull_script)):
+            output = run_wrk(port, ECHO if name == "echo" else PULL, script=script,
+                             seconds=arguments.seconds, connections=arguments.connections)
+            print(f"{name}: {wrk_summary(output)}")
+        stop.set()
 
 
 def _wrk_post_script() -> str:
@@ -114,33 +100,6 @@ def _drip_headers(port: int, stop: threading.Event) -> None:
                 connection.sendall(b"a")
             except OSError:
                 return
-
-
-def _wait_for_echo(port: int) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}{ECHO}", timeout=2).read()
-            return
-        except OSError:
-            time.sleep(0.2)
-    sys.exit("the server did not answer echo within 60 s")
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _create_database() -> None:
-    import psycopg
-
-    name = DATABASE_URL.rsplit("/", 1)[1]
-    with psycopg.connect(DATABASE_URL.rsplit("/", 1)[0] + "/postgres",
-                         autocommit=True) as admin:
-        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            admin.execute(f'CREATE DATABASE "{name}"')
 
 
 if __name__ == "__main__":

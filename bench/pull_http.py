@@ -1,0 +1,302 @@
+"""Pull at scale over HTTP (issue 14): the server started as `make run` starts it, on a fresh
+database, loaded through the API with a catalog and rules, then wrk against echo and pull from
+random consumers; prints req/s, p50 and p99 of each and the ratios against their goals.
+
+    make bench      # or: .venv/bin/python bench/pull_http.py [--seconds 15] [--connections 16]
+    .venv/bin/python bench/pull_http.py --scale-check   # single-connection pull, 1k vs 1M rules
+    .venv/bin/python bench/pull_http.py --sqlite        # make run's embedded SQLite, 1k rules
+
+Data: INSTANCES catalog instances (PROVIDERS providers × DEFINITIONS service definitions, one
+generic_http interface on 127.0.0.1, policy NONE: no tokens, and nothing ever connects to
+them) and 10 rules per consumer, all for the consumer's one service definition
+(`Consumer<i>` → `pullService<i % DEFINITIONS>`, priorities 1..10), so a pull without
+MATCHMAKING answers 10 results and one with it answers 1. Default: 10 000 consumers, 100 000
+rules. Everything is loaded with bulk creates of MAX_BULK_SIZE (1000) entries.
+
+Each wrk run (16 connections, 2 threads) picks a random consumer per request and sends its
+identity (`Authorization: Bearer SYSTEM//Consumer<i>`). A run with non-2xx answers or socket
+errors is reported as invalid. Needs wrk and PostgreSQL (BENCH_DATABASE_URL, default
+postgres://postgres@127.0.0.1:5432/serviceorchestration_pull_bench, dropped and created again
+on each run). `--profile PY_SPY` records one gunicorn worker with that py-spy executable
+during the MATCHMAKING run and prints its hottest frames. Figures: docs/performance.md.
+"""
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import (  # noqa: E402
+    ECHO,
+    INSTANCES,
+    PULL,
+    RULES,
+    SYSOP,
+    create_database,
+    parse_wrk,
+    post_json,
+    require_wrk,
+    run_wrk,
+    running_server,
+    server_environment,
+)
+
+DATABASE_URL = os.environ.get(
+    "BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/serviceorchestration_pull_bench")
+PROVIDERS, DEFINITIONS = 100, 100
+RULES_PER_CONSUMER = 10
+BULK = 1000
+SEED = 14
+SERVICE_PACKAGES = {"config", "general", "identity", "notifications", "orchestration",
+                    "serviceregistry", "store", "subscriptions"}
+# name: (path, pull body or None for echo); %d in a body is the consumer's service definition.
+SCENARIOS = {
+    "echo": (ECHO, None),
+    "pull": (PULL, {"serviceRequirement": {"serviceDefinition": "pullService%d"},
+                    "orchestrationFlags": {"MATCHMAKING": True}}),
+    "full-list": (PULL, {"serviceRequirement": {"serviceDefinition": "pullService%d"}}),
+}
+# (label, numerator figure, denominator figure, goal test, goal text)
+GOALS = (
+    ("pull / echo req/s", ("pull", "requests_per_second"), ("echo", "requests_per_second"),
+     lambda ratio: ratio >= 0.5, ">= 0.5"),
+    ("full-list / echo req/s", ("full-list", "requests_per_second"),
+     ("echo", "requests_per_second"), lambda ratio: ratio >= 0.4, ">= 0.4"),
+    ("pull p99 / echo p99", ("pull", "p99_ms"), ("echo", "p99_ms"),
+     lambda ratio: ratio <= 4, "<= 4"),
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=int, default=15, help="length of each wrk run")
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--consumers", type=int, default=10_000,
+                        help="consumers with 10 rules each (default 10 000: 100 000 rules)")
+    parser.add_argument("--scale-check", action="store_true",
+                        help="single-connection pull p50 at 1k rules and at --large-rules")
+    parser.add_argument("--large-rules", type=int, default=1_000_000)
+    parser.add_argument("--sqlite", action="store_true",
+                        help="make run's embedded SQLite at 1k rules; no 500s, no locked database")
+    parser.add_argument("--profile", metavar="PY_SPY", help="py-spy executable")
+    arguments = parser.parse_args()
+    require_wrk()
+    with tempfile.TemporaryDirectory() as scratch:
+        scratch = Path(scratch)
+        if arguments.sqlite:
+            database_url = f"sqlite:///{scratch / 'db.sqlite3'}"
+            consumers = 100
+        else:
+            database_url = DATABASE_URL
+            create_database(database_url, fresh=True)
+            consumers = 100 if arguments.scale_check else arguments.consumers
+        environment = server_environment(database_url)
+        log = scratch / "gunicorn.log"
+        with running_server(environment, log) as server:
+            port = int(environment["PORT"])
+            load(port, consumers)
+            if arguments.scale_check:
+                valid = scale_check(port, scratch, arguments)
+            else:
+                valid = throughput(port, scratch, server.pid, consumers, arguments)
+        locked = log.read_text().count("database is locked")
+        print(f"server log: {locked} 'database is locked'")
+        if locked or not valid:
+            sys.exit("invalid measurement: errors during the runs")
+
+
+def load(port: int, consumers: int, first_consumer: int = 0) -> None:
+    """The catalog (unless first_consumer > 0: already there) and the rules of consumers
+    [first_consumer, consumers), through the API in bulks; prints how long it took."""
+    started = time.monotonic()
+    if not first_consumer:
+        for start in range(0, PROVIDERS * DEFINITIONS, BULK):
+            post_json(port, INSTANCES, {"instances": instance_drafts(start, BULK)}, SYSOP)
+        print(f"loaded {PROVIDERS * DEFINITIONS} instances in {time.monotonic() - started:.1f} s")
+    started = time.monotonic()
+    entries = (rule for consumer in range(first_consumer, consumers)
+               for rule in consumer_rules(consumer))
+    count = 0
+    while batch := [rule for _, rule in zip(range(BULK), entries)]:
+        post_json(port, RULES, {"entries": batch}, SYSOP)
+        count += len(batch)
+        if count % 100_000 == 0:
+            print(f"  {count} rules, {time.monotonic() - started:.0f} s", flush=True)
+    print(f"loaded {count} rules ({consumers - first_consumer} consumers) in "
+          f"{time.monotonic() - started:.1f} s", flush=True)
+
+
+def instance_drafts(start: int, count: int) -> list[dict]:
+    """Instances start..start+count-1: instance n is Provider<n // DEFINITIONS> offering
+    pullService<n % DEFINITIONS>."""
+    return [{"systemName": f"Provider{n // DEFINITIONS}",
+             "serviceDefinitionName": f"pullService{n % DEFINITIONS}", "version": "1.0.0",
+             "metadata": {"region": f"zone{n % 7}", "rank": n % 10},
+             "interfaces": [{"templateName": "generic_http", "protocol": "http",
+                             "policy": "NONE",
+                             "properties": {"accessAddresses": ["127.0.0.1"],
+                                            "accessPort": 20000 + n // DEFINITIONS,
+                                            "basePath": f"/service{n % DEFINITIONS}",
+                                            "operations": {"query": {"path": "/query",
+                                                                     "method": "GET"}}}}]}
+            for n in range(start, min(start + count, PROVIDERS * DEFINITIONS))]
+
+
+def consumer_rules(consumer: int) -> list[dict]:
+    """Consumer<i>'s 10 rules, all for pullService<i % DEFINITIONS>, over 10 providers."""
+    definition = consumer % DEFINITIONS
+    return [{"consumer": f"Consumer{consumer}", "priority": priority,
+             "serviceInstanceId": f"Provider{(consumer // DEFINITIONS + priority) % PROVIDERS}"
+                                  f"|pullService{definition}|1.0.0"}
+            for priority in range(1, RULES_PER_CONSUMER + 1)]
+
+
+def wrk_script(path: str, body: dict | None, consumers: int, seed: int = SEED) -> str:
+    """A wrk Lua script: each request as a random one of `consumers` consumers (its identity
+    header and, for pull, `body` with the consumer's service definition)."""
+    if body is None:
+        method, lua_body = "GET", "nil"
+    else:
+        template = json.dumps(body, separators=(",", ":"))
+        method, lua_body = "POST", f"string.format({json.dumps(template)}, i % {DEFINITIONS})"
+    return f"""-- generated by bench/pull_http.py
+local threads = 0
+function setup(thread)
+  threads = threads + 1
+  thread:set("seed", {seed} + threads)
+end
+function init(args)
+  math.randomseed(seed)
+end
+function request()
+  local i = math.random(0, {consumers - 1})
+  local headers = {{}}
+  headers["Authorization"] = "Bearer SYSTEM//Consumer" .. i
+  headers["Content-Type"] = "application/json"
+  return wrk.format("{method}", "{path}", headers, {lua_body})
+end
+"""
+
+
+def check_answers(port: int, consumers: int) -> None:
+    """One pull of each kind answers what the data says (so wrk measures the intended work)."""
+    consumer = consumers // 2
+    for name, expected in (("pull", 1), ("full-list", RULES_PER_CONSUMER)):
+        body = json.loads(json.dumps(SCENARIOS[name][1]) % (consumer % DEFINITIONS))
+        identity = {"Authorization": f"Bearer SYSTEM//Consumer{consumer}"}
+        answer = post_json(port, PULL, body, identity)
+        if len(answer["results"]) != expected or "interfaces" not in answer["results"][0]:
+            sys.exit(f"{name}: expected {expected} catalog results, got {answer}")
+
+
+def measure(port: int, scratch: Path, name: str, consumers: int, seconds: int,
+            connections: int) -> dict:
+    path, body = SCENARIOS[name]
+    script = scratch / f"{name}.lua"
+    script.write_text(wrk_script(path, body, consumers))
+    figures = parse_wrk(run_wrk(port, path, script=script, seconds=seconds,
+                                connections=connections))
+    valid = not figures["non_2xx"] and not figures["socket_errors"]
+    print(f"{name:<10} {figures['requests_per_second']:8.1f} req/s   "
+          f"p50 {figures['p50_ms']:8.2f} ms   p99 {figures['p99_ms']:8.2f} ms   "
+          f"requests {figures['requests']}   non-2xx {figures['non_2xx']}   "
+          f"socket errors {figures['socket_errors']}"
+          f"{'' if valid else '   INVALID (errors)'}", flush=True)
+    figures["valid"] = valid
+    return figures
+
+
+def throughput(port: int, scratch: Path, master: int, consumers: int,
+               arguments: argparse.Namespace) -> bool:
+    check_answers(port, consumers)
+    print(f"wrk: {arguments.connections} connections, {arguments.seconds} s per run, "
+          f"{consumers} random consumers, WEB_CONCURRENCY={os.environ.get('WEB_CONCURRENCY', 2)} "
+          f"WEB_THREADS={os.environ.get('WEB_THREADS', 8)}")
+    results = {}
+    for name in SCENARIOS:
+        profiler = None
+        if name == "pull" and arguments.profile:
+            profiler = start_profile(arguments.profile, master, scratch / "profile.txt",
+                                     arguments.seconds)
+        results[name] = measure(port, scratch, name, consumers, arguments.seconds,
+                                arguments.connections)
+        if profiler:
+            profiler.wait()
+            print_profile(scratch / "profile.txt")
+    for line in goal_lines(results):
+        print(line)
+    return all(figures["valid"] for figures in results.values())
+
+
+def goal_lines(results: dict) -> list[str]:
+    lines = []
+    for label, (top, top_field), (bottom, bottom_field), met, goal in GOALS:
+        ratio = results[top][top_field] / results[bottom][bottom_field]
+        valid = results[top]["valid"] and results[bottom]["valid"]
+        verdict = ("met" if met(ratio) else "NOT met") if valid else "invalid (errors)"
+        lines.append(f"{label:<24} {ratio:6.2f}   goal {goal:<6} {verdict}")
+    return lines
+
+
+def scale_check(port: int, scratch: Path, arguments: argparse.Namespace) -> bool:
+    """Single-connection MATCHMAKING pull p50 with 1k rules, then with --large-rules."""
+    check_answers(port, 100)
+    small = measure(port, scratch, "pull", 100, arguments.seconds, 1)
+    large_consumers = arguments.large_rules // RULES_PER_CONSUMER
+    load(port, large_consumers, first_consumer=100)
+    check_answers(port, large_consumers)
+    large = measure(port, scratch, "pull", large_consumers, arguments.seconds, 1)
+    ratio = large["p50_ms"] / small["p50_ms"]
+    valid = small["valid"] and large["valid"]
+    verdict = ("met" if ratio <= 1.1 else "NOT met") if valid else "invalid (errors)"
+    print(f"pull p50 {arguments.large_rules} / 1000 rules {ratio:6.2f}   goal <= 1.1   {verdict}")
+    return valid
+
+
+def start_profile(py_spy: str, master: int, output: Path, seconds: int) -> subprocess.Popen:
+    """py-spy on the first gunicorn worker for the run's length (raw collapsed stacks)."""
+    worker = int(Path(f"/proc/{master}/task/{master}/children").read_text().split()[0])
+    return subprocess.Popen(
+        [py_spy, "record", "--pid", str(worker), "--duration", str(max(1, seconds - 1)),
+         "--rate", "200", "--format", "raw", "--output", str(output), "--nonblocking"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def print_profile(path: Path, top: int = 25) -> None:
+    """The frames with most samples of py-spy's raw output: own (self) and total (inclusive)."""
+    if not path.exists():
+        print("profile: py-spy wrote nothing")
+        return
+    own, total, samples = profile_counts(path.read_text())
+    print(f"profile: {samples} samples of one worker (active threads; py-spy leaves idle ones out)")
+    ours = collections.Counter({frame: count for frame, count in total.items()
+                                if frame.split("(")[-1].split("/")[0] in SERVICE_PACKAGES})
+    for label, counts in (("self", own), ("total", total), ("total, service code", ours)):
+        print(f"  top {label}:")
+        for frame, count in counts.most_common(top):
+            print(f"    {100 * count / samples:5.1f}%  {frame}")
+
+
+def profile_counts(raw: str) -> tuple[collections.Counter, collections.Counter, int]:
+    """Per frame: samples where it is the innermost one, samples that contain it, all samples."""
+    own, total, samples = collections.Counter(), collections.Counter(), 0
+    for line in raw.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        frames = stack.split(";")
+        samples += int(count)
+        own[frames[-1]] += int(count)
+        for frame in set(frames):
+            total[frame] += int(count)
+    return own, total, samples
+
+
+if __name__ == "__main__":
+    main()

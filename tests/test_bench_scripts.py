@@ -1,0 +1,109 @@
+"""bench/pull_http.py keeps working as the service changes: its wrk-output parser, its wrk Lua
+scripts and its data, on fixed inputs (nothing is run or timed here)."""
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+pull_http = _load("pull_http")
+
+WRK_OUTPUT = """Running 15s test @ http://127.0.0.1:40123/serviceorchestration/orchestration/pull
+  2 threads and 16 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency   180.12ms   60.03ms   1.20s    80.00%
+    Req/Sec    45.10     12.00    80.00     70.00%
+  Latency Distribution
+     50%  167.00ms
+     75%  200.10ms
+     90%  250.00ms
+     99%    1.23s
+  1353 requests in 15.02s, 2.10MB read
+  Socket errors: connect 0, read 2, write 0, timeout 3
+  Non-2xx or 3xx responses: 7
+Requests/sec:     90.08
+Transfer/sec:    143.20KB
+"""
+
+
+def test_wrk_output_is_parsed_into_figures() -> None:
+    figures = pull_http.parse_wrk(WRK_OUTPUT)
+
+    assert figures == {"requests_per_second": 90.08, "p50_ms": 167.0, "p99_ms": 1230.0,
+                       "requests": 1353, "non_2xx": 7, "socket_errors": 5}
+
+
+def test_wrk_output_without_errors_counts_none() -> None:
+    clean = "\n".join(line for line in WRK_OUTPUT.splitlines()
+                      if not line.strip().startswith(("Socket", "Non-2xx")))
+    figures = pull_http.parse_wrk(clean.replace("99%    1.23s", "99%  950.00us"))
+
+    assert (figures["non_2xx"], figures["socket_errors"]) == (0, 0)
+    assert figures["p99_ms"] == pytest.approx(0.95)
+
+
+def test_pull_script_sends_a_random_consumers_identity_and_its_service() -> None:
+    path, body = pull_http.SCENARIOS["pull"]
+    script = pull_http.wrk_script(path, body, consumers=10_000, seed=3)
+
+    assert 'headers["Authorization"] = "Bearer SYSTEM//Consumer" .. i' in script
+    assert "math.random(0, 9999)" in script
+    assert 'thread:set("seed", 3 + threads)' in script
+    assert f'wrk.format("POST", "{path}", headers, ' in script
+    template, modulo = re.search(r'string\.format\((".*"), i % (\d+)\)', script).groups()
+    assert json.loads(json.loads(template) % (4242 % int(modulo))) == {
+        "serviceRequirement": {"serviceDefinition": "pullService42"},
+        "orchestrationFlags": {"MATCHMAKING": True}}
+
+
+def test_echo_script_sends_no_body() -> None:
+    script = pull_http.wrk_script(pull_http.ECHO, None, consumers=100)
+
+    assert f'wrk.format("GET", "{pull_http.ECHO}", headers, nil)' in script
+
+
+def test_each_consumer_has_ten_rules_for_one_service_over_catalog_instances() -> None:
+    catalog = {f'{draft["systemName"]}|{draft["serviceDefinitionName"]}|{draft["version"]}'
+               for start in range(0, pull_http.PROVIDERS * pull_http.DEFINITIONS, pull_http.BULK)
+               for draft in pull_http.instance_drafts(start, pull_http.BULK)}
+    rules = pull_http.consumer_rules(4242)
+
+    assert len(catalog) == 10_000
+    assert [rule["priority"] for rule in rules] == list(range(1, 11))
+    assert {rule["consumer"] for rule in rules} == {"Consumer4242"}
+    assert {rule["serviceInstanceId"].split("|")[1] for rule in rules} == {"pullService42"}
+    assert len({rule["serviceInstanceId"] for rule in rules}) == 10
+    assert {rule["serviceInstanceId"] for rule in rules} <= catalog
+
+
+def test_goals_are_judged_and_runs_with_errors_are_invalid() -> None:
+    def run(rps: float, p99: float, valid: bool = True) -> dict:
+        return {"requests_per_second": rps, "p99_ms": p99, "valid": valid}
+
+    lines = pull_http.goal_lines({"echo": run(1000, 50), "pull": run(600, 150),
+                                  "full-list": run(300, 400, valid=False)})
+
+    assert [line.split()[-1] for line in lines] == ["met", "(errors)", "met"]
+    assert "0.60" in lines[0] and "0.30" in lines[1] and "3.00" in lines[2]
+
+
+def test_profile_counts_own_and_inclusive_samples() -> None:
+    raw = ("main (a.py:1);pull (orchestration/pull.py:9);wait (psycopg/c.py:5) 6\n"
+           "main (a.py:1);pull (orchestration/pull.py:9) 4\n")
+
+    own, total, samples = pull_http.profile_counts(raw)
+
+    assert samples == 10
+    assert own["wait (psycopg/c.py:5)"] == 6 and own["pull (orchestration/pull.py:9)"] == 4
+    assert total["main (a.py:1)"] == 10 and total["pull (orchestration/pull.py:9)"] == 10
