@@ -357,6 +357,17 @@ CELERY_BEAT_SCHEDULE["compact-job-counts"] = {
     "schedule": 30.0,
 }
 
+# --- Pull snapshot (orchestration/snapshot.py, docs/performance.md) ------------------------------
+# Each web process keeps every rule, instance and reservation in memory and answers pulls from
+# it, refreshed from a change feed the database triggers write; above PULL_SNAPSHOT_MAX_RULES
+# rules (about 150 bytes each per process) pulls query the database.
+PULL_SNAPSHOT = env.bool("PULL_SNAPSHOT", default=True)
+PULL_SNAPSHOT_MAX_RULES = env_non_negative_int("PULL_SNAPSHOT_MAX_RULES", 2_000_000)
+CELERY_BEAT_SCHEDULE["prune-snapshot-changes"] = {
+    "task": "orchestration.prune_snapshot_changes",
+    "schedule": 60.0,
+}
+
 # --- MQTT (notification delivery) ----------------------------------------------------------
 MQTT_BROKER_URL = env.str("MQTT_BROKER_URL", default="mqtt://127.0.0.1:1883")
 

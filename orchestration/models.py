@@ -117,3 +117,27 @@ class AuthorizationToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.token_type} {self.consumer}→{self.provider} {self.target}/{self.scope}"
+
+
+class SnapshotChange(models.Model):
+    """A change of what pull reads (rules of `consumer`, or instance `service_instance_id`: its
+    catalog entry, interfaces or reservation; neither: everything), written by database
+    triggers in the changing transaction (orchestration/snapshot_changes.py), so that no write
+    path can forget it. Each web process reads the changes committed since it last looked and
+    refreshes its in-memory snapshot of them before a pull is answered from it
+    (orchestration/snapshot.py). `xid` is the writing transaction (PostgreSQL; SQLite, which
+    commits one writer at a time, is read in `id` order). A periodic task stamps `seen_at` and
+    deletes the rows seen long ago."""
+
+    id = models.BigAutoField(primary_key=True)
+    xid = models.BigIntegerField(null=True, blank=True)
+    consumer = models.CharField(max_length=63, null=True, blank=True)
+    service_instance_id = models.CharField(max_length=160, null=True, blank=True)
+    seen_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["xid"], name="snapshot_change_xid"),
+                   models.Index(fields=["seen_at"], name="snapshot_change_seen_at")]
+
+    def __str__(self) -> str:
+        return f"change {self.pk}: {self.consumer or self.service_instance_id or 'everything'}"

@@ -18,19 +18,20 @@ from django.utils import timezone
 from config.exceptions import ArrowheadError, ExternalServerError, InvalidParameter
 from identity.blacklist import providers_allowed
 from orchestration import ca_tokens, matching, reservations, selectors
+from orchestration.pull_records import CatalogInstance, PullRule, Reservation
+from orchestration.job_writer import job_write_behind
 from orchestration.latency import instance_latencies
 from orchestration.models import OrchestrationJob
+from orchestration.snapshot import snapshot_view
 from orchestration.tokens import TokenGrant, is_issuable, tokens_issue
 from orchestration.types import (
     OrchestrationRequest,
     OrchestrationResult,
     OrchestrationResultEntry,
 )
-from serviceregistry.instances import RegistryInstance
 from serviceregistry.peers import PeerRefused
 from store.interfaces import MAX_EXCLUSIVITY_SECONDS, exclusivity_seconds
 from store.metadata_requirements import matches_any, regex_budget
-from store.models import Rule, ServiceInstance
 
 logger = logging.getLogger(__name__)
 
@@ -48,10 +49,10 @@ QOS_FIELD = "qosRequirements"
 
 @dataclass
 class Candidate:
-    rule: Rule
+    rule: PullRule
     provider: str
     version: str
-    instance: ServiceInstance | RegistryInstance | None
+    instance: CatalogInstance | None
     interfaces: list[dict] | None = None
     exclusive_until: dt.datetime | None = None
     held_by_consumer: bool = False
@@ -99,14 +100,27 @@ def qos_max_latency(request: OrchestrationRequest) -> int | None:
     return int(text)
 
 
+def _pull_data(run: _Run) -> tuple[list[PullRule], dict[str, CatalogInstance],
+                                   dict[str, Reservation]]:
+    """The consumer's rules, their instances and the live reservations of those: from the
+    process's snapshot, or from the database inside a transaction (subscription previews)
+    and while the snapshot is not usable (orchestration.snapshot)."""
+    definition = run.request.requirement.service_definition
+    snapshot = snapshot_view()
+    if snapshot is None:
+        rules = selectors.consumer_rules(consumer=run.consumer, service_definition=definition)
+        ids = {rule.service_instance_id for rule in rules}
+        return (rules, selectors.catalog_instances(ids),
+                selectors.active_locks(ids, now=run.now))
+    rules = snapshot.consumer_rules(consumer=run.consumer, service_definition=definition)
+    ids = {rule.service_instance_id for rule in rules}
+    return (rules, selectors.catalog_instances(ids, local=snapshot.local_instances),
+            snapshot.active_locks(ids, now=run.now))
+
+
 def _candidates(run: _Run) -> list[Candidate]:
     """Steps 1–4 and the reservations of other consumers."""
-    requirement = run.request.requirement
-    rules = selectors.consumer_rules(consumer=run.consumer,
-                                     service_definition=requirement.service_definition)
-    ids = {rule.service_instance_id for rule in rules}
-    catalog = selectors.catalog_instances(ids)
-    locks = reservations.active_locks(ids, now=run.now)
+    rules, catalog, locks = _pull_data(run)
     candidates = []
     for rule in rules:
         provider, _, version = rule.service_instance_id.split("|")
@@ -133,9 +147,7 @@ def _qualifies(candidate: Candidate, run: _Run) -> bool:
         return False
     if not matches_any(instance.metadata, list(requirement.metadata_requirements)):
         return False
-    offered = [{"templateName": i.template_name, "protocol": i.protocol, "policy": i.policy,
-                "properties": i.properties} for i in instance.interfaces.all()]
-    candidate.interfaces = matching.qualifying_interfaces(offered, requirement)
+    candidate.interfaces = matching.qualifying_interfaces(instance.interfaces, requirement)
     return bool(candidate.interfaces)
 
 
@@ -367,6 +379,9 @@ def _record(job: OrchestrationJob, status: str, count: int, message: str) -> Non
     job sweep gave up on meanwhile keeps its ERROR."""
     job.status, job.result_count, job.message = status, count, message
     job.finished_at = timezone.now()
+    if job._state.adding and job.type == OrchestrationJob.Type.PULL:
+        job_write_behind(job)  # written once answered (orchestration.job_writer)
+        return
     if job._state.adding:
         job.save(force_insert=True)
         return

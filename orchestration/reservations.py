@@ -2,18 +2,11 @@
 others until the lock expires. The unique lock per instance makes a reservation race have
 exactly one winner."""
 import datetime as dt
-from collections.abc import Iterable
 
 from django.db import transaction
 
 from orchestration.models import OrchestrationLock
 from store.changes import change_record
-
-
-def active_locks(instance_ids: Iterable[str], *, now: dt.datetime) -> dict[str, OrchestrationLock]:
-    """Unexpired locks of these instances, by instance id (one query)."""
-    return {lock.service_instance_id: lock for lock in OrchestrationLock.objects.filter(
-        service_instance_id__in=list(instance_ids), expires_at__gt=now)}
 
 
 def reserve(*, instance_id: str, owner: str, seconds: int, now: dt.datetime) -> dt.datetime | None:

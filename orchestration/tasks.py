@@ -41,3 +41,13 @@ def compact_job_counts_task() -> int:
     from orchestration.job_counts import job_counts_compact
 
     return job_counts_compact()
+
+
+@shared_task(name="orchestration.prune_snapshot_changes")
+def prune_snapshot_changes_task() -> int:
+    """Periodic (Celery beat, every minute): the pull snapshot's change feed keeps the rows
+    seen in the last CHANGE_KEEP_SECONDS (orchestration.snapshot_changes). Returns how many
+    rows were deleted."""
+    from orchestration.snapshot_changes import changes_prune
+
+    return changes_prune()

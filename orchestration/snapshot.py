@@ -1,0 +1,227 @@
+"""The pull snapshot: every rule, catalog instance and reservation, held in memory by each web
+process, so that a pull reads them without querying them (issue 14, docs/performance.md).
+
+Correctness first: a pull answered from the snapshot sees every change committed before the
+pull arrived, as a pull that queried the tables would. Before answering, the pull asks the
+change feed (orchestration/snapshot_changes.py, written by database triggers) for the rows
+after the process's position: one small indexed query, usually answered with none. Rows that
+are there are applied first: the rules of the consumers they name and the instances (entry,
+interfaces, reservation) they name are read again. More than MAX_INLINE_CHANGES rows, a
+TRUNCATE, or a position too old to trust (the feed is pruned) make the process load
+everything again in the background, and pulls query the database meanwhile.
+
+Pull reads the database directly instead:
+- inside a transaction (subscription previews, tests), where the snapshot cannot see what the
+  transaction itself wrote;
+- while the snapshot is loading (at start and after a reload was needed);
+- with PULL_SNAPSHOT=false, or more than PULL_SNAPSHOT_MAX_RULES rules (memory: about
+  150 bytes a rule).
+
+A background thread per process loads the snapshot at start and reads the feed every
+REFRESH_SECONDS, so that an idle process keeps its position and does not fall behind.
+Application of changes and reloads hold the snapshot's lock; answering from the snapshot does
+not. A pull racing a commit may see part of that concurrent transaction (the rules but not yet
+the instance it created), never a state older than its arrival.
+"""
+import logging
+import threading
+import time
+from collections.abc import Iterable
+
+from django.conf import settings
+from django.db import connection
+
+from orchestration.pull_records import CatalogInstance, PullRule, Reservation
+from orchestration.snapshot_changes import (
+    CHANGE_KEEP_SECONDS,
+    Change,
+    FeedPosition,
+    changes_since,
+    feed_start,
+)
+from orchestration.snapshot_loading import (
+    ConsumerRules,
+    count_rules,
+    load_instances,
+    load_reservations,
+    load_rules,
+)
+
+logger = logging.getLogger(__name__)
+
+MAX_INLINE_CHANGES = 1000
+REFRESH_SECONDS = 30
+RETRY_SECONDS = 5
+# A position not read for this long may have lost rows to pruning.
+TRUSTED_SECONDS = CHANGE_KEEP_SECONDS / 2
+
+
+class SnapshotView:
+    """What pull reads, from the snapshot (the same records as orchestration.selectors)."""
+
+    def __init__(self, data: "_Data") -> None:
+        self._data = data
+
+    def consumer_rules(self, *, consumer: str, service_definition: str | None) -> list[PullRule]:
+        by_definition = self._data.rules.get(consumer)
+        if not by_definition:
+            return []
+        if service_definition:
+            return list(by_definition.get(service_definition, ()))
+        return sorted((rule for rules in by_definition.values() for rule in rules),
+                      key=lambda rule: (rule.priority, rule.service_definition))
+
+    def local_instances(self, instance_ids: Iterable[str]) -> dict[str, CatalogInstance]:
+        instances = self._data.instances
+        return {instance_id: instance for instance_id in instance_ids
+                if (instance := instances.get(instance_id)) is not None}
+
+    def active_locks(self, instance_ids: Iterable[str], *, now) -> dict[str, Reservation]:
+        locks = self._data.locks
+        return {instance_id: lock for instance_id in instance_ids
+                if (lock := locks.get(instance_id)) is not None and lock.expires_at > now}
+
+
+class _Data:
+    def __init__(self, rules: dict[str, ConsumerRules], instances: dict[str, CatalogInstance],
+                 locks: dict[str, Reservation]) -> None:
+        self.rules, self.instances, self.locks = rules, instances, locks
+        self.rule_count = sum(len(r) for by_def in rules.values() for r in by_def.values())
+
+
+class PullSnapshot:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._data: _Data | None = None
+        self._position: FeedPosition | None = None
+        self._read_at = 0.0  # monotonic time of the last feed read that was applied
+        self._reload = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # --- answering ------------------------------------------------------------------------
+
+    def view(self) -> SnapshotView | None:
+        """The snapshot, with every change committed until now applied; None when pull must
+        query the database (see the module docstring)."""
+        for _ in range(3):  # a reload that lands between read and apply: read again
+            data, position = self._data, self._position
+            if data is None or self._reload.is_set():
+                return None
+            started = time.monotonic()
+            if started - self._read_at > TRUSTED_SECONDS:
+                self._reload.set()
+                return None
+            changes, horizon = changes_since(position, MAX_INLINE_CHANGES)
+            with self._lock:
+                if self._data is not data:
+                    continue
+                if not self._apply(changes, horizon):
+                    return None
+                self._read_at = max(self._read_at, started)
+                return SnapshotView(data)
+        return None
+
+    def _apply(self, changes: list[Change], horizon: int) -> bool:
+        """Under the lock: apply what the process has not applied yet. False (and a reload
+        requested) when that is too much or everything."""
+        pending = self._position.unapplied(changes)
+        if len(changes) > MAX_INLINE_CHANGES or any(change.everything for change in pending):
+            self._reload.set()
+            return False
+        if pending:
+            self._reload_keys({c.consumer for c in pending if c.consumer},
+                              {c.service_instance_id for c in pending if c.service_instance_id})
+            if self._data.rule_count > settings.PULL_SNAPSHOT_MAX_RULES:
+                logger.info("Pull snapshot dropped: more than PULL_SNAPSHOT_MAX_RULES rules")
+                self._data = None
+                self._reload.set()
+                return False
+        self._position.advance(pending, horizon)
+        return True
+
+    def _reload_keys(self, consumers: set[str], instance_ids: set[str]) -> None:
+        data = self._data
+        if consumers:
+            rules = load_rules(consumers)
+            for consumer in consumers:
+                old = data.rules.pop(consumer, None)
+                data.rule_count -= sum(map(len, old.values())) if old else 0
+                if consumer in rules:
+                    data.rules[consumer] = rules[consumer]
+                    data.rule_count += sum(map(len, rules[consumer].values()))
+        if instance_ids:
+            instances, locks = load_instances(instance_ids), load_reservations(instance_ids)
+            for instance_id in instance_ids:
+                _replace(data.instances, instance_id, instances.get(instance_id))
+                _replace(data.locks, instance_id, locks.get(instance_id))
+
+    # --- loading --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """The background thread of this process (started once; after a fork, again)."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._maintain, daemon=True,
+                                                name="pull-snapshot")
+                self._thread.start()
+
+    def _maintain(self) -> None:
+        while True:
+            try:
+                if self._reload.is_set() or self._data is None:
+                    self.load()
+                else:
+                    self.view()  # keeps the position fresh while no pull comes
+            except Exception:  # the database may be away; pulls query it meanwhile
+                logger.warning("Pull snapshot not refreshed; retrying in %s s", RETRY_SECONDS,
+                               exc_info=True)
+                self._reload.wait(RETRY_SECONDS)
+            finally:
+                connection.close()
+            self._reload.wait(REFRESH_SECONDS)
+
+    def load(self) -> None:
+        """Load everything (the background thread; tests)."""
+        started = time.monotonic()
+        rules = count_rules()
+        if rules > settings.PULL_SNAPSHOT_MAX_RULES:
+            with self._lock:
+                self._data = None
+            logger.info("Pull snapshot not loaded: %d rules, PULL_SNAPSHOT_MAX_RULES is %d",
+                        rules, settings.PULL_SNAPSHOT_MAX_RULES)
+            self._reload.clear()
+            return
+        self._reload.clear()
+        position = feed_start()  # before the data: what commits later is read from the feed
+        data = _Data(load_rules(), load_instances(), load_reservations())
+        with self._lock:
+            self._data, self._position, self._read_at = data, position, started
+        logger.info("Pull snapshot loaded: %d rules, %d instances in %.2f s", data.rule_count,
+                    len(data.instances), time.monotonic() - started)
+
+
+def _replace(records: dict, key: str, record: object | None) -> None:
+    if record is None:
+        records.pop(key, None)
+    else:
+        records[key] = record
+
+
+pull_snapshot = PullSnapshot()  # this process's
+
+
+def snapshot_view() -> SnapshotView | None:
+    """The snapshot for a pull, or None when the pull must query the database."""
+    if (not settings.PULL_SNAPSHOT or connection.in_atomic_block
+            or connection.vendor not in ("postgresql", "sqlite")):
+        return None
+    pull_snapshot.start()
+    return pull_snapshot.view()
+
+
+def snapshot_start() -> None:
+    """Load the snapshot of this process in the background (a web worker at start)."""
+    if settings.PULL_SNAPSHOT:
+        pull_snapshot.start()

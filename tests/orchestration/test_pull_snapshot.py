@@ -1,0 +1,307 @@
+"""The pull snapshot (orchestration/snapshot.py): pulls outside a transaction are answered from
+memory, and every change committed before a pull, by any write path and any connection, is
+in its answer. These tests commit (transactional database); the process's snapshot is loaded
+at the start of each."""
+import datetime as dt
+import random
+import threading
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from orchestration import snapshot as snapshot_module
+from orchestration import snapshot_changes
+from orchestration.models import OrchestrationLock, SnapshotChange
+from orchestration.pull import orchestrate
+from orchestration.requests import parse_orchestration_request
+from orchestration.snapshot import pull_snapshot
+from store.models import Rule, ServiceInterface
+from tests.orchestration.helpers import instance_ids, pull
+from tests.store.helpers import (
+    CREATE,
+    I_CREATE,
+    I_REMOVE,
+    I_UPDATE,
+    MODIFY,
+    REMOVE,
+    entry,
+    http_interface,
+    instance_body,
+    make_instances,
+    make_rules,
+    post,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+THERMO = "Thermo|temperatureInfo|1.0.0"
+OTHER = "Other|temperatureInfo|1.0.0"
+TEMPERATURE = {"serviceRequirement": {"serviceDefinition": "temperatureInfo"}}
+
+
+@pytest.fixture
+def snapshot(settings):
+    settings.PULL_SNAPSHOT = True
+    pull_snapshot.load()
+    return pull_snapshot
+
+
+def loaded(snapshot_fixture) -> None:
+    """Load again after the test wrote its data directly."""
+    snapshot_fixture.load()
+
+
+def pulled(api, consumer: str = "Car", body=TEMPERATURE) -> tuple[list[str], list[str]]:
+    """The instance ids a pull answers and the SQL it ran in this thread."""
+    with CaptureQueriesContext(connection) as queries:
+        answer = pull(api, body, consumer)
+    return instance_ids(answer), [query["sql"] for query in queries]
+
+
+def read_tables(sqls: list[str]) -> bool:
+    return any(table in sql for sql in sqls
+               for table in ("store_rule", "store_serviceinstance", "orchestration_orchestrationlock"))
+
+
+class AnsweringTests:
+    def test_it_answers_from_memory_with_one_query(self, api, snapshot):
+        make_instances(instance_body("Thermo"), instance_body("Other"))
+        make_rules(("Car", THERMO, 1), ("Car", OTHER, 2))
+        loaded(snapshot)
+        ids, sqls = pulled(api)
+        assert ids == [THERMO, OTHER]
+        assert len(sqls) == 1 and "orchestration_snapshotchange" in sqls[0], sqls
+
+    def test_it_reads_the_database_inside_a_transaction(self, snapshot):
+        make_rules(("Car", THERMO, 1))
+        loaded(snapshot)
+        request = parse_orchestration_request({})
+        with transaction.atomic(), CaptureQueriesContext(connection) as queries:
+            Rule.objects.filter(consumer="Car").delete()  # not committed: memory cannot know
+            result = orchestrate(consumer="Car", request=request, now=timezone.now())
+        assert result.results == []
+        assert read_tables([query["sql"] for query in queries])
+
+    def test_it_reads_the_database_when_switched_off(self, api, snapshot, settings):
+        make_rules(("Car", THERMO, 1))
+        loaded(snapshot)
+        settings.PULL_SNAPSHOT = False
+        ids, sqls = pulled(api)
+        assert ids == [THERMO] and read_tables(sqls)
+
+    def test_it_reads_the_database_above_the_rule_limit(self, api, snapshot, settings):
+        make_rules(("Car", THERMO, 1), ("Car", OTHER, 2))
+        settings.PULL_SNAPSHOT_MAX_RULES = 1
+        loaded(snapshot)
+        ids, sqls = pulled(api)
+        assert ids == [THERMO, OTHER] and read_tables(sqls)
+
+
+class ChangeTests:
+    """Each write path, then a pull at once: the change is in the answer."""
+
+    def test_it_sees_rules_created_modified_and_removed(self, api, snapshot):
+        assert pulled(api)[0] == []
+        created = post(api, CREATE, {"entries": [entry("Car", THERMO, 1),
+                                                 entry("Car", OTHER, 2)]})
+        assert created.status_code == 201, created.content
+        assert pulled(api)[0] == [THERMO, OTHER]
+        first, second = (rule["id"] for rule in created.json()["entries"])
+        assert post(api, MODIFY, {first: 2, second: 1}).status_code == 200
+        assert pulled(api)[0] == [OTHER, THERMO]
+        assert api.delete(f"{REMOVE}?uuids={second}", **_sysop()).status_code == 200
+        assert pulled(api)[0] == [THERMO]
+
+    def test_it_sees_instances_created_updated_and_removed(self, api, snapshot):
+        post(api, CREATE, {"entries": [entry("Car", THERMO, 1)]})
+        answer = pull(api, TEMPERATURE, "Car").json()["results"][0]
+        assert "interfaces" not in answer  # unknown to the catalog: what its id tells
+        assert post(api, I_CREATE, {"instances": [instance_body("Thermo")]}).status_code == 201
+        answer = pull(api, TEMPERATURE, "Car").json()["results"][0]
+        assert answer["interfaces"][0]["properties"]["accessPort"] == 8080
+        update = {"instances": [{"instanceId": THERMO, "metadata": {"unit": "kelvin"},
+                                 "interfaces": [http_interface(properties={
+                                     "accessAddresses": ["127.0.0.1"], "accessPort": 9090,
+                                     "basePath": "/t"})]}]}
+        assert api.put(I_UPDATE, update, format="json", **_sysop()).status_code == 200
+        answer = pull(api, TEMPERATURE, "Car").json()["results"][0]
+        assert answer["interfaces"][0]["properties"]["accessPort"] == 9090
+        assert answer["metadata"] == {"unit": "kelvin"}
+        assert api.delete(f"{I_REMOVE}?ids={THERMO}", **_sysop()).status_code == 200
+        assert "interfaces" not in pull(api, TEMPERATURE, "Car").json()["results"][0]
+
+    def test_it_drops_an_instance_once_it_expired(self, api, snapshot):
+        soon = timezone.now() + dt.timedelta(seconds=1)
+        make_instances(instance_body("Thermo", expiresAt=soon.isoformat().replace("+00:00", "Z")))
+        make_rules(("Car", THERMO, 1))
+        loaded(snapshot)
+        assert pulled(api)[0] == [THERMO]
+        request = parse_orchestration_request(TEMPERATURE)
+        later = orchestrate(consumer="Car", request=request, now=soon + dt.timedelta(seconds=1))
+        assert later.results == []
+
+    def test_it_sees_reservations_of_other_consumers_and_their_end(self, api, snapshot):
+        make_instances(instance_body("Thermo", metadata={"allowExclusivity": 60}))
+        make_rules(("Car", THERMO, 1), ("Bike", THERMO, 1))
+        loaded(snapshot)
+        reserved = pull(api, {**TEMPERATURE, "exclusivityDuration": 30}, "Bike")
+        assert instance_ids(reserved) == [THERMO]
+        assert pulled(api, "Car")[0] == []
+        assert pulled(api, "Bike")[0] == [THERMO]  # the holder gets its own back
+        OrchestrationLock.objects.all().delete()
+        assert pulled(api, "Car")[0] == [THERMO]
+
+    def test_it_sees_a_commit_of_another_connection_at_once(self, api, snapshot):
+        def elsewhere() -> None:
+            make_rules(("Car", THERMO, 1))
+            connection.close()
+
+        worker = threading.Thread(target=elsewhere)
+        worker.start()
+        worker.join()
+        assert pulled(api)[0] == [THERMO]
+
+    def test_it_sees_a_transaction_that_commits_after_a_later_one(self, api, snapshot):
+        """PostgreSQL: the feed is read by transaction id from the oldest one still running,
+        so a transaction that began first and commits last is not skipped."""
+        wrote, go_on = threading.Event(), threading.Event()
+
+        def long_transaction() -> None:
+            with transaction.atomic():
+                make_rules(("Car", THERMO, 1))
+                wrote.set()
+                go_on.wait(10)
+            connection.close()
+
+        worker = threading.Thread(target=long_transaction)
+        worker.start()
+        assert wrote.wait(10)
+        make_rules(("Bike", OTHER, 1))  # commits while the first is still open
+        assert pulled(api, "Bike")[0] == [OTHER]
+        assert pulled(api, "Car")[0] == []
+        go_on.set()
+        worker.join()
+        assert pulled(api, "Car")[0] == [THERMO]
+
+    def test_it_reloads_after_more_changes_than_it_applies_inline(self, api, snapshot,
+                                                                 monkeypatch):
+        monkeypatch.setattr(snapshot_module, "MAX_INLINE_CHANGES", 3)
+        make_rules(*[(f"Car{n}", THERMO, 1) for n in range(5)])
+        ids, sqls = pulled(api, "Car4")
+        assert ids == [THERMO] and read_tables(sqls)  # from the database meanwhile
+        snapshot.load()
+        ids, sqls = pulled(api, "Car4")
+        assert ids == [THERMO] and not read_tables(sqls)
+
+    def test_it_reloads_after_a_truncate(self, api, snapshot):
+        make_rules(("Car", THERMO, 1))
+        loaded(snapshot)
+        with connection.cursor() as cursor:
+            cursor.execute(f"TRUNCATE {Rule._meta.db_table}")
+        ids, sqls = pulled(api)
+        assert ids == [] and read_tables(sqls)
+
+    def test_it_reloads_when_its_position_is_too_old_to_trust(self, api, snapshot):
+        make_rules(("Car", THERMO, 1))
+        loaded(snapshot)
+        snapshot._read_at -= snapshot_module.TRUSTED_SECONDS + 1
+        ids, sqls = pulled(api)
+        assert ids == [THERMO] and read_tables(sqls)
+
+
+class FeedTests:
+    def test_a_latency_measurement_is_no_change(self, snapshot):
+        make_instances(instance_body("Thermo"))
+        before = SnapshotChange.objects.count()
+        ServiceInterface.objects.update(latency_ms=3.5, latency_measured_at=timezone.now())
+        assert SnapshotChange.objects.count() == before
+        ServiceInterface.objects.update(properties={"accessAddresses": ["127.0.0.1"],
+                                                    "accessPort": 1})
+        assert SnapshotChange.objects.filter(service_instance_id=THERMO).count() > 0
+
+    def test_pruning_keeps_what_was_seen_recently(self, snapshot):
+        make_rules(("Car", THERMO, 1))
+        now = timezone.now()
+        snapshot_changes.changes_prune(now=now)
+        assert SnapshotChange.objects.filter(seen_at__isnull=True).count() == 0
+        assert snapshot_changes.changes_prune(now=now) == 0
+        later = now + dt.timedelta(seconds=snapshot_changes.CHANGE_KEEP_SECONDS + 1)
+        make_rules(("Bike", THERMO, 1))
+        assert snapshot_changes.changes_prune(now=later) > 0
+        assert list(SnapshotChange.objects.values_list("consumer", flat=True)) == ["Bike"]
+
+
+class EquivalenceTests:
+    def test_memory_and_database_answer_alike(self, snapshot, settings):
+        """Random catalog, rules, reservations and requests: the snapshot's answer is the
+        database's."""
+        rng = random.Random(14)
+        now = timezone.now()
+        providers = [f"Provider{n}" for n in range(6)]
+        definitions = ["temperatureInfo", "pressureInfo", "humidityInfo"]
+        bodies = []
+        for provider in providers:
+            for definition in definitions:
+                if rng.random() < 0.7:
+                    expires = rng.choice([None, now + dt.timedelta(minutes=30),
+                                          now + dt.timedelta(hours=2)])
+                    bodies.append(instance_body(
+                        provider, definition, version=rng.choice(["1.0.0", "2.0.0"]),
+                        expiresAt=expires and expires.isoformat().replace("+00:00", "Z"),
+                        metadata={"rank": rng.randint(0, 3), "allowExclusivity": 60},
+                        interfaces=rng.sample([http_interface(), _mqtt(), _tokens()],
+                                              rng.randint(1, 3))))
+        make_instances(*bodies)
+        ids = [f"{b['systemName']}|{b['serviceDefinitionName']}|{b['version']}" for b in bodies]
+        ids += ["Ghost|temperatureInfo|1.0.0"]  # a rule to an instance the catalog lacks
+        consumers = [f"Consumer{n}" for n in range(5)]
+        rules = {(c, i.split("|")[1], p): (c, i, p) for c in consumers for i in ids
+                 for p in [rng.randint(1, 5)] if rng.random() < 0.5}
+        make_rules(*rules.values())
+        for instance_id in rng.sample(ids, 3):
+            OrchestrationLock.objects.create(service_instance_id=instance_id,
+                                             owner=rng.choice(consumers),
+                                             expires_at=now + dt.timedelta(hours=2),
+                                             created_at=now)
+        loaded(snapshot)
+        at = now + dt.timedelta(hours=1)  # some instances have expired by then
+        requests = [{}, {"orchestrationFlags": {"MATCHMAKING": True}},
+                    {"serviceRequirement": {"securityPolicies": ["NONE"]}},
+                    {"serviceRequirement": {"interfaceTemplateNames": ["generic_mqtt"]}},
+                    {"serviceRequirement": {"metadataRequirements": [{"rank": 1}]}},
+                    {"serviceRequirement": {"versions": ["2.0.0"], "operations": ["query"]}},
+                    {"serviceRequirement": {"preferredProviders": ["Provider2"]},
+                     "orchestrationFlags": {"ONLY_PREFERRED": True}}]
+        for definition in definitions:
+            requests.append({"serviceRequirement": {"serviceDefinition": definition}})
+        answered = 0
+        for consumer in consumers:
+            for body in requests:
+                request = parse_orchestration_request(body)
+                settings.PULL_SNAPSHOT = True
+                with CaptureQueriesContext(connection) as queries:
+                    memory = orchestrate(consumer=consumer, request=request, now=at,
+                                         commit=False)
+                assert not read_tables([query["sql"] for query in queries])
+                settings.PULL_SNAPSHOT = False
+                database = orchestrate(consumer=consumer, request=request, now=at,
+                                       commit=False)
+                assert memory == database, (consumer, body)
+                answered += len(memory.results)
+        assert answered > 50  # the data made the comparisons count
+
+
+def _mqtt() -> dict:
+    return {"templateName": "generic_mqtt", "protocol": "tcp", "policy": "NONE",
+            "properties": {"accessAddresses": ["localhost"], "accessPort": 1883,
+                           "baseTopic": "plant/", "operations": ["query"]}}
+
+
+def _tokens() -> dict:
+    return http_interface(policy="TIME_LIMITED_TOKEN_AUTH")
+
+
+def _sysop() -> dict:
+    return {"HTTP_AUTHORIZATION": "Bearer SYSTEM//Sysop"}
