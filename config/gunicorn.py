@@ -36,10 +36,21 @@ if settings.TLS_CERT_FILE:  # generic_https
 
 def post_worker_init(worker) -> None:
     """Without a Celery broker (`make run` defaults) nothing else runs the periodic tasks
-    (expiry, notification retries): run them in a thread of each web worker."""
+    (expiry, notification retries): run them in a thread of each web worker. Each worker loads
+    its pull snapshot in the background (orchestration/snapshot.py)."""
     from notifications.scheduler import start_in_process_scheduler
+    from orchestration.snapshot import snapshot_start
 
     start_in_process_scheduler()
+    snapshot_start()
+
+
+def worker_exit(server, worker) -> None:
+    """A worker stopping gracefully writes the pull jobs it has not written yet
+    (orchestration/job_writer.py)."""
+    from orchestration.job_writer import job_writer_flush
+
+    job_writer_flush()
 
 
 def when_ready(server) -> None:

@@ -12,6 +12,7 @@ from config.conventions.uuids import require_uuid_element
 from config.exceptions import InvalidParameter
 from orchestration.job_counts import counted_by_triggers, job_count
 from orchestration.job_rows import job_rows
+from orchestration.job_writer import job_writer_flush
 from orchestration.models import OrchestrationJob
 
 # API sort field → column. Default: newest first (createdAt DESC), ties by id in the same
@@ -25,6 +26,7 @@ SORT_COLUMNS = {
 }
 DEFAULT_SORT_FIELD = "createdAt"
 DEFAULT_DIRECTION = "DESC"
+FLUSH_WAIT_SECONDS = 2.0  # the longest a query waits for this process's unwritten pull jobs
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,10 @@ def _count(jobs: QuerySet[OrchestrationJob], filters: JobFilters) -> int:
 def job_list(*, filters: JobFilters, page: PageRequest) -> tuple[list[dict], int]:
     """One page of matching jobs in their wire shape (orchestration.job_rows) and the total
     number of matches. The count is left out when the page itself shows the total: a short
-    page, or an empty first one."""
+    page, or an empty first one. The pull jobs this process answered but has not written
+    yet are written first (orchestration.job_writer), so that a pull is in the history of the
+    process that answered it as soon as it answered."""
+    job_writer_flush(timeout=FLUSH_WAIT_SECONDS)
     jobs = _filtered(filters)
     ordered = order(jobs, page, columns=SORT_COLUMNS, tie_breaker="id")
     rows = job_rows(ordered[page.offset:page.offset + page.size])
