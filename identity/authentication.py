@@ -5,10 +5,13 @@ operator flag. Views that need no identity (echo, schema, docs) opt out explicit
 `authentication_classes = []` and `permission_classes = [AllowAny]`. Whether the requester may
 manage is identity/management.py.
 """
+import functools
 import logging
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
@@ -63,7 +66,11 @@ class Requester:
 
 def _bearer_credentials(request: Request, expected_prefix: str) -> str:
     """The value after `Bearer <expected_prefix>//`, split the way the reference splits it."""
-    header = names.java_trim(request.META.get("HTTP_AUTHORIZATION", ""))
+    return _credentials(request.META.get("HTTP_AUTHORIZATION", ""), expected_prefix)
+
+
+def _credentials(header: str, expected_prefix: str) -> str:
+    header = names.java_trim(header)
     if not header:
         raise AuthError(NO_HEADER)
     words = header.split(" ")
@@ -75,13 +82,27 @@ def _bearer_credentials(request: Request, expected_prefix: str) -> str:
     return parts[1]
 
 
-def _declared(request: Request) -> Requester:
-    name = names.normalize_system_name(_bearer_credentials(request, "SYSTEM"))
+@functools.lru_cache(maxsize=65_536)
+def _declared_name(header: str) -> str:
+    """The system a declared-policy header names. Kept per header (a consumer sends the same
+    one with every pull); refusals are raised each time, not kept."""
+    name = names.normalize_system_name(_credentials(header, "SYSTEM"))
     if name is None:
         raise AuthError(INVALID_HEADER)
     # A malformed name is the request's fault: 400 with the naming message, as the reference
     # answers a pull from `SYSTEM//inv@lid` (docs/decisions.md).
     names.validate_system_name(name)
+    return name
+
+
+@receiver(setting_changed)
+def _forget_declared_names(*, setting: str, **kwargs: object) -> None:
+    if setting == "NORMALIZATION_MODE":  # tests switch the naming mode
+        _declared_name.cache_clear()
+
+
+def _declared(request: Request) -> Requester:
+    name = _declared_name(request.META.get("HTTP_AUTHORIZATION", ""))
     return Requester(name=name, is_operator=name == OPERATOR_NAME)
 
 
