@@ -7,6 +7,7 @@ from rest_framework.views import APIView
 from config.schema import error_responses, null_body_is_absent
 from orchestration.pull import orchestration_pull
 from orchestration.requests import parse_orchestration_request
+from orchestration.response_data import orchestration_response_data
 from orchestration.serializers import (
     OrchestrationRequestSerializer,
     OrchestrationResponseSerializer,
@@ -48,4 +49,4 @@ class OrchestrationPullApi(APIView):
     def post(self, request: Request) -> Response:
         result = orchestration_pull(requester=request.user.name,
                                     request=request_from_body(request.data))
-        return Response(OrchestrationResponseSerializer(result).data)
+        return Response(orchestration_response_data(result))

@@ -28,7 +28,7 @@ from notifications.services import deliveries_cancel, delivery_create
 from orchestration.models import OrchestrationJob
 from orchestration.pull import orchestrate, orchestrate_recorded
 from orchestration.requests import parse_orchestration_request
-from orchestration.serializers import OrchestrationResponseSerializer
+from orchestration.response_data import orchestration_response_data
 from orchestration.types import OrchestrationResult
 from serviceregistry.client import ServiceRegistryUnavailable
 from serviceregistry.polling import instances_refresh
@@ -174,7 +174,7 @@ def subscriptions_remove_expired(*, now: dt.datetime | None = None) -> int:
 def fingerprint(result: OrchestrationResult) -> str:
     """What makes two results the same for the subscriber: the results and warnings without
     the parts that differ at every run (token values, reservation end)."""
-    data = OrchestrationResponseSerializer(result).data
+    data = orchestration_response_data(result)
     for entry in data["results"]:
         tokens = entry.pop("authorizationTokens", None)
         if tokens:
@@ -185,8 +185,7 @@ def fingerprint(result: OrchestrationResult) -> str:
 
 
 def _message(subscription: Subscription, result: OrchestrationResult) -> dict:
-    response = json.loads(json.dumps(OrchestrationResponseSerializer(result).data,
-                                     cls=JSONEncoder))
+    response = json.loads(json.dumps(orchestration_response_data(result), cls=JSONEncoder))
     if subscription.notify_protocol.startswith("MQTT"):
         return {"receiver": subscription.target, "sender": settings.SYSTEM_NAME,
                 "payload": response}
