@@ -105,8 +105,12 @@ def main() -> None:
                 valid = scale_check(port, scratch, arguments)
             else:
                 valid = throughput(port, scratch, server.pid, consumers, arguments)
-        locked = log.read_text().count("database is locked")
+        server_log = log.read_text()
+        locked = server_log.count("database is locked")
         print(f"server log: {locked} 'database is locked'")
+        for line in server_log.splitlines():
+            if "Pull snapshot" in line:  # loads of the workers' snapshots (when, how long)
+                print(f"server log: {line}")
         if locked or not valid:
             sys.exit("invalid measurement: errors during the runs")
 

@@ -6,9 +6,11 @@ pull arrived, as a pull that queried the tables would. Before answering, the pul
 change feed (orchestration/snapshot_changes.py, written by database triggers) for the rows
 after the process's position: one small indexed query, usually answered with none. Rows that
 are there are applied first: the rules of the consumers they name and the instances (entry,
-interfaces, reservation) they name are read again. More than MAX_INLINE_CHANGES rows, a
-TRUNCATE, or a position too old to trust (the feed is pruned) make the process load
-everything again in the background, and pulls query the database meanwhile.
+interfaces, reservation) they name are read again. A pull applies at most MAX_INLINE_CHANGES
+rows; with more it queries the database and leaves them to the background thread, which
+applies up to MAX_APPLIED_CHANGES at once. More than that, a TRUNCATE, or a position too old
+to trust (the feed is pruned) drop the snapshot until it is loaded again in the background;
+pulls query the database meanwhile.
 
 Pull reads the database directly instead:
 - inside a transaction (subscription previews, tests), where the snapshot cannot see what the
@@ -19,10 +21,12 @@ Pull reads the database directly instead:
 
 A background thread per process loads the snapshot at start and reads the feed every
 REFRESH_SECONDS, so that an idle process keeps its position and does not fall behind.
-Application of changes and reloads hold the snapshot's lock; answering from the snapshot does
-not. A pull racing a commit may see part of that concurrent transaction (the rules but not yet
+Applying changes and installing a load hold the snapshot's lock; reading the feed and
+answering do not (of two pulls that read the feed at once, the one whose read began later
+decides the position). A pull racing a commit may see part of that concurrent transaction (the rules but not yet
 the instance it created), never a state older than its arrival.
 """
+import itertools
 import logging
 import threading
 import time
@@ -49,8 +53,9 @@ from orchestration.snapshot_loading import (
 
 logger = logging.getLogger(__name__)
 
-MAX_INLINE_CHANGES = 1000
-REFRESH_SECONDS = 30
+MAX_INLINE_CHANGES = 200  # a pull applies at most these; more are the background's
+MAX_APPLIED_CHANGES = 20_000  # the background thread's; more: load everything again
+REFRESH_SECONDS = 5
 RETRY_SECONDS = 5
 # A position not read for this long may have lost rows to pruning.
 TRUSTED_SECONDS = CHANGE_KEEP_SECONDS / 2
@@ -92,52 +97,71 @@ class _Data:
 class PullSnapshot:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._data: _Data | None = None
+        self._data: _Data | None = None  # None: not loaded, or dropped until the next load
         self._position: FeedPosition | None = None
-        self._read_at = 0.0  # monotonic time of the last feed read that was applied
-        self._reload = threading.Event()
+        self._read_at = 0.0  # monotonic time at which the applied position was read
+        self._tickets = itertools.count(1)  # orders this process's feed reads
+        self._wake = threading.Event()
+        self._next_load = 0.0  # monotonic time before which a refused load is not retried
         self._thread: threading.Thread | None = None
 
     # --- answering ------------------------------------------------------------------------
 
-    def view(self) -> SnapshotView | None:
-        """The snapshot, with every change committed until now applied; None when pull must
-        query the database (see the module docstring)."""
+    def view(self, *, limit: int | None = None) -> SnapshotView | None:
+        """The snapshot with every change committed until now applied; None when pull must
+        query the database (see the module docstring). At most `limit` (MAX_INLINE_CHANGES)
+        changes are applied here: more are left to the background thread."""
+        limit = limit or MAX_INLINE_CHANGES
         for _ in range(3):  # a reload that lands between read and apply: read again
+            ticket = next(self._tickets)
             data, position = self._data, self._position
-            if data is None or self._reload.is_set():
+            if data is None:
                 return None
             started = time.monotonic()
             if started - self._read_at > TRUSTED_SECONDS:
-                self._reload.set()
+                with self._lock:
+                    self._drop(data, "its feed position is too old to trust")
                 return None
-            changes, horizon = changes_since(position, MAX_INLINE_CHANGES)
+            changes, after = changes_since(position, limit, ticket)
             with self._lock:
                 if self._data is not data:
                     continue
-                if not self._apply(changes, horizon):
+                if self._position.ticket > ticket:
+                    return SnapshotView(data)  # a read begun after this one was applied
+                if not self._apply(changes, after, limit):
                     return None
-                self._read_at = max(self._read_at, started)
+                self._position, self._read_at = after, started
                 return SnapshotView(data)
         return None
 
-    def _apply(self, changes: list[Change], horizon: int) -> bool:
-        """Under the lock: apply what the process has not applied yet. False (and a reload
-        requested) when that is too much or everything."""
-        pending = self._position.unapplied(changes)
-        if len(changes) > MAX_INLINE_CHANGES or any(change.everything for change in pending):
-            self._reload.set()
+    def _apply(self, changes: list[Change], after: FeedPosition | None, limit: int) -> bool:
+        """Under the lock. False when the changes cannot be applied here: too many (the
+        background thread takes them, or a reload when it has too many itself) or
+        everything (a reload)."""
+        if after is None:
+            if limit >= MAX_APPLIED_CHANGES:
+                self._drop(self._data, f"more than {limit} changes at once")
+            else:
+                self._wake.set()
             return False
-        if pending:
-            self._reload_keys({c.consumer for c in pending if c.consumer},
-                              {c.service_instance_id for c in pending if c.service_instance_id})
+        if any(change.everything for change in changes):
+            self._drop(self._data, "a table was emptied")
+            return False
+        if changes:
+            self._reload_keys({c.consumer for c in changes if c.consumer},
+                              {c.service_instance_id for c in changes if c.service_instance_id})
             if self._data.rule_count > settings.PULL_SNAPSHOT_MAX_RULES:
-                logger.info("Pull snapshot dropped: more than PULL_SNAPSHOT_MAX_RULES rules")
-                self._data = None
-                self._reload.set()
+                self._drop(self._data, "more than PULL_SNAPSHOT_MAX_RULES rules")
                 return False
-        self._position.advance(pending, horizon)
         return True
+
+    def _drop(self, data: "_Data", reason: str) -> None:
+        """Under the lock: stop answering from `data` (if still current) until the next
+        load."""
+        if self._data is data:
+            self._data = None
+            logger.info("Pull snapshot dropped until reloaded: %s", reason)
+        self._wake.set()
 
     def _reload_keys(self, consumers: set[str], instance_ids: set[str]) -> None:
         data = self._data
@@ -170,36 +194,41 @@ class PullSnapshot:
     def _maintain(self) -> None:
         while True:
             try:
-                if self._reload.is_set() or self._data is None:
-                    self.load()
+                if self._data is None:
+                    if time.monotonic() >= self._next_load:
+                        self.load()
                 else:
-                    self.view()  # keeps the position fresh while no pull comes
+                    # Keeps the position fresh while no pull comes, and applies what the pulls
+                    # left: too many changes for one of them.
+                    self.view(limit=MAX_APPLIED_CHANGES)
             except Exception:  # the database may be away; pulls query it meanwhile
                 logger.warning("Pull snapshot not refreshed; retrying in %s s", RETRY_SECONDS,
                                exc_info=True)
-                self._reload.wait(RETRY_SECONDS)
+                time.sleep(RETRY_SECONDS)
             finally:
                 connection.close()
-            self._reload.wait(REFRESH_SECONDS)
+            if self._data is not None or time.monotonic() < self._next_load:
+                self._wake.wait(REFRESH_SECONDS)
+            self._wake.clear()
 
-    def load(self) -> None:
-        """Load everything (the background thread; tests)."""
+    def load(self) -> bool:
+        """Load everything (the background thread; tests). False when there are more rules
+        than PULL_SNAPSHOT_MAX_RULES (tried again after REFRESH_SECONDS × 10)."""
         started = time.monotonic()
         rules = count_rules()
         if rules > settings.PULL_SNAPSHOT_MAX_RULES:
-            with self._lock:
-                self._data = None
+            self._next_load = started + REFRESH_SECONDS * 10
             logger.info("Pull snapshot not loaded: %d rules, PULL_SNAPSHOT_MAX_RULES is %d",
                         rules, settings.PULL_SNAPSHOT_MAX_RULES)
-            self._reload.clear()
-            return
-        self._reload.clear()
-        position = feed_start()  # before the data: what commits later is read from the feed
+            return False
+        ticket = next(self._tickets)
+        position = feed_start(ticket)  # before the data: what commits later is in the feed
         data = _Data(load_rules(), load_instances(), load_reservations())
         with self._lock:
             self._data, self._position, self._read_at = data, position, started
         logger.info("Pull snapshot loaded: %d rules, %d instances in %.2f s", data.rule_count,
                     len(data.instances), time.monotonic() - started)
+        return True
 
 
 def _replace(records: dict, key: str, record: object | None) -> None:

@@ -8,13 +8,12 @@ reservation changed, one without either for a TRUNCATE (everything). An interfac
 only records a latency measurement is not a change of what pull offers.
 
 Reading in order. A process remembers its position in the feed and asks for the rows after
-it before it answers a pull from its snapshot; the rows must therefore never become visible
-behind that position:
-- PostgreSQL: rows carry the writing transaction's id. The position is the horizon (the oldest
-  transaction still running when the process last read, `pg_snapshot_xmin`) plus the rows at
-  or after it that were already applied. Every transaction below the horizon had ended when the
-  process read, so its rows were visible then and have been applied; rows at or after it are
-  read again until the horizon passes them. Writers wait for nobody.
+it before it answers a pull from its snapshot; no committed row may ever be missed:
+- PostgreSQL: ids come from a sequence as rows are written, so a transaction that starts
+  writing after a read writes higher ids than any the read saw. Only the transactions still
+  running at the read may commit rows with lower ids later; their ids are remembered
+  (`pg_snapshot_xip`) and their rows read by transaction id next time. Writers wait for
+  nobody.
 - SQLite commits one writer at a time, so row ids (AUTOINCREMENT, never reused) grow in
   commit order and the position is the last id read.
 
@@ -23,7 +22,7 @@ deletes those seen more than CHANGE_KEEP_SECONDS ago. A process that has not rea
 half that long no longer trusts its position and loads everything again.
 """
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from django.db import connection
 from django.utils import timezone
@@ -226,7 +225,6 @@ def uninstall_triggers(schema_editor) -> None:
 @dataclass(frozen=True, slots=True)
 class Change:
     id: int
-    xid: int | None
     consumer: str | None
     service_instance_id: str | None
 
@@ -235,60 +233,62 @@ class Change:
         return self.consumer is None and self.service_instance_id is None
 
 
-@dataclass
+@dataclass(frozen=True)
 class FeedPosition:
-    """How far a process has applied the feed: PostgreSQL's horizon with the ids (and xids)
-    of the rows at or after it already applied; SQLite's last id."""
+    """Where a process stands in the feed after a read: the highest row id it has seen and
+    (PostgreSQL) the transactions that were still running then, whose rows may appear later
+    with lower ids. `ticket` orders the reads of one process (taken before the query)."""
 
-    horizon: int
-    applied: dict[int, int] = field(default_factory=dict)
-
-    def unapplied(self, changes: list[Change]) -> list[Change]:
-        if connection.vendor == "postgresql":
-            return [c for c in changes if c.xid >= self.horizon and c.id not in self.applied]
-        return [c for c in changes if c.id > self.horizon]
-
-    def advance(self, changes: list[Change], horizon: int) -> None:
-        """After `changes` (read with a position at or before this one, up to `horizon`)
-        have been applied."""
-        if connection.vendor == "postgresql":
-            self.horizon = max(self.horizon, horizon)
-            self.applied.update((c.id, c.xid) for c in changes)
-            self.applied = {i: x for i, x in self.applied.items() if x >= self.horizon}
-        else:
-            self.horizon = max([self.horizon, horizon, *(c.id for c in changes)])
+    last_id: int
+    running: tuple[int, ...] = ()
+    ticket: int = 0
 
 
-def feed_start() -> FeedPosition:
+_RUNNING = ("ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(pg_current_snapshot()) AS x)")
+
+
+def feed_start(ticket: int = 0) -> FeedPosition:
     """The position of a process that is about to load everything: whatever commits after it
     is read from the feed afterwards."""
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
-        else:
-            cursor.execute(f"SELECT COALESCE(MAX(id), 0) FROM {CHANGES}")
-        return FeedPosition(cursor.fetchone()[0])
+            cursor.execute(f"SELECT COALESCE(MAX(id), 0), {_RUNNING} FROM {CHANGES}")
+            last_id, running = cursor.fetchone()
+            return FeedPosition(last_id, tuple(running), ticket)
+        cursor.execute(f"SELECT COALESCE(MAX(id), 0) FROM {CHANGES}")
+        return FeedPosition(cursor.fetchone()[0], (), ticket)
 
 
-def changes_since(position: FeedPosition, limit: int) -> tuple[list[Change], int]:
-    """The rows after `position` (at most `limit` + 1, to tell an overflow) and the horizon to
-    advance to once they are applied. One query."""
+def changes_since(position: FeedPosition, limit: int,
+                  ticket: int = 0) -> tuple[list[Change], FeedPosition | None]:
+    """The rows committed after `position` and the position after them, in one query (so
+    under one snapshot); None for the position when there are more than `limit` rows.
+
+    PostgreSQL: rows with a higher id than any seen (ids are allocated from a sequence as rows
+    are written, so a transaction that starts later writes higher ids), plus the rows of the
+    transactions that were running at the last read (they may have written lower ids before
+    they committed). Each part is read from its own index."""
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            # In one statement, so under one snapshot; ordered by xid so that the xid index
-            # serves it whatever the statistics say.
             cursor.execute(
-                "(SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, NULL::bigint, "
-                "NULL::bigint, NULL, NULL) UNION ALL (SELECT NULL, id, xid, consumer, "
-                f"service_instance_id FROM {CHANGES} WHERE xid >= %s ORDER BY xid LIMIT %s)",
-                [position.horizon, limit + 1])
+                f"(SELECT NULL::bigint, NULL, NULL, {_RUNNING}) UNION ALL "
+                f"((SELECT id, consumer, service_instance_id, NULL::bigint[] FROM {CHANGES} "
+                f"WHERE id > %s ORDER BY id LIMIT %s) UNION "
+                f"(SELECT id, consumer, service_instance_id, NULL::bigint[] FROM {CHANGES} "
+                f"WHERE xid = ANY(%s) LIMIT %s))",
+                [position.last_id, limit + 1, list(position.running), limit + 1])
             rows = cursor.fetchall()
-            horizon = next(row[0] for row in rows if row[0] is not None)
-            return [Change(*row[1:]) for row in rows if row[0] is None], horizon
-        cursor.execute(f"SELECT id, xid, consumer, service_instance_id FROM {CHANGES} "
-                       "WHERE id > %s ORDER BY id LIMIT %s", [position.horizon, limit + 1])
-        changes = [Change(*row) for row in cursor.fetchall()]
-        return changes, changes[-1].id if changes else position.horizon
+            changes = [Change(*row[:3]) for row in rows if row[0] is not None]
+            running = tuple(next(row[3] for row in rows if row[0] is None))
+        else:
+            cursor.execute(f"SELECT id, consumer, service_instance_id FROM {CHANGES} "
+                           "WHERE id > %s ORDER BY id LIMIT %s", [position.last_id, limit + 1])
+            changes, running = [Change(*row) for row in cursor.fetchall()], ()
+    if len(changes) > limit:
+        return changes, None
+    # The read returned every visible row above the position: the highest id seen is known.
+    last_id = max([position.last_id, *(change.id for change in changes)])
+    return changes, FeedPosition(last_id, running, ticket)
 
 
 def changes_prune(*, now: dt.datetime | None = None) -> int:

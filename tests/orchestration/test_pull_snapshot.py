@@ -5,6 +5,7 @@ at the start of each."""
 import datetime as dt
 import random
 import threading
+import time
 
 import pytest
 from django.db import connection, transaction
@@ -191,8 +192,10 @@ class ChangeTests:
         make_rules(*[(f"Car{n}", THERMO, 1) for n in range(5)])
         ids, sqls = pulled(api, "Car4")
         assert ids == [THERMO] and read_tables(sqls)  # from the database meanwhile
-        snapshot.load()
-        ids, sqls = pulled(api, "Car4")
+        deadline = time.monotonic() + 10  # the background thread applies them
+        while read_tables(sqls) and time.monotonic() < deadline:
+            time.sleep(0.05)
+            ids, sqls = pulled(api, "Car4")
         assert ids == [THERMO] and not read_tables(sqls)
 
     def test_it_reloads_after_a_truncate(self, api, snapshot):
