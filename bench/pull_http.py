@@ -96,7 +96,7 @@ def main() -> None:
             database_url = DATABASE_URL
             create_database(database_url, fresh=True)
             consumers = 100 if arguments.scale_check else arguments.consumers
-        environment = server_environment(database_url)
+        environment = server_environment(database_url, LOG_LEVEL="INFO")  # snapshot loads
         log = scratch / "gunicorn.log"
         with running_server(environment, log) as server:
             port = int(environment["PORT"])

@@ -100,7 +100,9 @@ class PullSnapshot:
         self._data: _Data | None = None  # None: not loaded, or dropped until the next load
         self._position: FeedPosition | None = None
         self._read_at = 0.0  # monotonic time at which the applied position was read
-        self._tickets = itertools.count(1)  # orders this process's feed reads
+        self._tickets = itertools.count(1)  # orders this process's pulls and feed reads
+        self._reading = False  # a feed read is under way
+        self._read_done = threading.Condition(self._lock)
         self._wake = threading.Event()
         self._next_load = 0.0  # monotonic time before which a refused load is not retried
         self._thread: threading.Thread | None = None
@@ -110,29 +112,40 @@ class PullSnapshot:
     def view(self, *, limit: int | None = None) -> SnapshotView | None:
         """The snapshot with every change committed until now applied; None when pull must
         query the database (see the module docstring). At most `limit` (MAX_INLINE_CHANGES)
-        changes are applied here: more are left to the background thread."""
+        changes are applied here: more are left to the background thread.
+
+        One feed read at a time per process: a pull that arrives while one is under way waits
+        for it and, unless that read began after the pull arrived, for the next one, which
+        then serves every pull that arrived before it began."""
         limit = limit or MAX_INLINE_CHANGES
-        for _ in range(3):  # a reload that lands between read and apply: read again
-            ticket = next(self._tickets)
-            data, position = self._data, self._position
-            if data is None:
-                return None
-            started = time.monotonic()
-            if started - self._read_at > TRUSTED_SECONDS:
-                with self._lock:
+        arrival = next(self._tickets)
+        while True:
+            with self._lock:
+                while self._reading and self._data is not None:
+                    self._read_done.wait()
+                data, position = self._data, self._position
+                if data is None:
+                    return None
+                if position.ticket > arrival:
+                    return SnapshotView(data)  # a read begun after this pull arrived
+                started = time.monotonic()
+                if started - self._read_at > TRUSTED_SECONDS:
                     self._drop(data, "its feed position is too old to trust")
-                return None
-            changes, after = changes_since(position, limit, ticket)
+                    return None
+                self._reading = True
+            try:
+                changes, after = changes_since(position, limit, next(self._tickets))
+            finally:
+                with self._lock:
+                    self._reading = False
+                    self._read_done.notify_all()
             with self._lock:
                 if self._data is not data:
-                    continue
-                if self._position.ticket > ticket:
-                    return SnapshotView(data)  # a read begun after this one was applied
+                    continue  # loaded anew meanwhile: read again from its position
                 if not self._apply(changes, after, limit):
                     return None
                 self._position, self._read_at = after, started
                 return SnapshotView(data)
-        return None
 
     def _apply(self, changes: list[Change], after: FeedPosition | None, limit: int) -> bool:
         """Under the lock. False when the changes cannot be applied here: too many (the

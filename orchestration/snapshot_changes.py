@@ -24,6 +24,7 @@ half that long no longer trusts its position and loads everything again.
 import datetime as dt
 from dataclasses import dataclass
 
+import psycopg
 from django.db import connection
 from django.utils import timezone
 
@@ -259,6 +260,19 @@ def feed_start(ticket: int = 0) -> FeedPosition:
         return FeedPosition(cursor.fetchone()[0], (), ticket)
 
 
+# The header row carries the transactions running at this read; then the rows above the last
+# id seen and, when some were running at the last read, theirs. One statement: one snapshot.
+_READ = (f"(SELECT NULL::bigint, NULL, NULL, {_RUNNING}) UNION ALL "
+         f"(SELECT id, consumer, service_instance_id, NULL::bigint[] FROM {CHANGES} "
+         "WHERE id > %s::bigint ORDER BY id LIMIT %s::bigint)")
+_READ_WITH_RUNNING = (
+    f"(SELECT NULL::bigint, NULL, NULL, {_RUNNING}) UNION ALL "
+    f"((SELECT id, consumer, service_instance_id, NULL::bigint[] FROM {CHANGES} "
+    "WHERE id > %s::bigint ORDER BY id LIMIT %s::bigint) UNION "
+    f"(SELECT id, consumer, service_instance_id, NULL::bigint[] FROM {CHANGES} "
+    "WHERE xid = ANY(%s::bigint[]) LIMIT %s::bigint))")
+
+
 def changes_since(position: FeedPosition, limit: int,
                   ticket: int = 0) -> tuple[list[Change], FeedPosition | None]:
     """The rows committed after `position` and the position after them, in one query (so
@@ -268,19 +282,16 @@ def changes_since(position: FeedPosition, limit: int,
     are written, so a transaction that starts later writes higher ids), plus the rows of the
     transactions that were running at the last read (they may have written lower ids before
     they committed). Each part is read from its own index."""
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(
-                f"(SELECT NULL::bigint, NULL, NULL, {_RUNNING}) UNION ALL "
-                f"((SELECT id, consumer, service_instance_id, NULL::bigint[] FROM {CHANGES} "
-                f"WHERE id > %s ORDER BY id LIMIT %s) UNION "
-                f"(SELECT id, consumer, service_instance_id, NULL::bigint[] FROM {CHANGES} "
-                f"WHERE xid = ANY(%s) LIMIT %s))",
-                [position.last_id, limit + 1, list(position.running), limit + 1])
-            rows = cursor.fetchall()
-            changes = [Change(*row[:3]) for row in rows if row[0] is not None]
-            running = tuple(next(row[3] for row in rows if row[0] is None))
+    if connection.vendor == "postgresql":
+        if position.running:
+            rows = _prepared(_READ_WITH_RUNNING, [position.last_id, limit + 1,
+                                                 list(position.running), limit + 1])
         else:
+            rows = _prepared(_READ, [position.last_id, limit + 1])
+        changes = [Change(*row[:3]) for row in rows if row[0] is not None]
+        running = tuple(next(row[3] for row in rows if row[0] is None))
+    else:
+        with connection.cursor() as cursor:
             cursor.execute(f"SELECT id, consumer, service_instance_id FROM {CHANGES} "
                            "WHERE id > %s ORDER BY id LIMIT %s", [position.last_id, limit + 1])
             changes, running = [Change(*row) for row in cursor.fetchall()], ()
@@ -289,6 +300,17 @@ def changes_since(position: FeedPosition, limit: int,
     # The read returned every visible row above the position: the highest id seen is known.
     last_id = max([position.last_id, *(change.id for change in changes)])
     return changes, FeedPosition(last_id, running, ticket)
+
+
+def _prepared(sql: str, params: list) -> list[tuple]:
+    """`sql` as a prepared statement of this thread's connection (PostgreSQL): every pull
+    runs the feed read, and planning it each time would cost more than running it. Django's
+    cursors bind parameters on the client, which rules preparing out, so the driver's own
+    cursor is used, with Django's handling of connection errors."""
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(sql, params, prepare=True)
+        return cursor.fetchall()
 
 
 def changes_prune(*, now: dt.datetime | None = None) -> int:
