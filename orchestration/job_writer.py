@@ -73,7 +73,7 @@ class JobWriter:
         """No writer thread (after a fork, at exit): write in the calling thread."""
         while self._pending:
             batch = [self._pending.popleft() for _ in range(min(BATCH, len(self._pending)))]
-            OrchestrationJob.objects.bulk_create(batch)
+            _insert(batch)
 
     def _start(self) -> None:
         if self._thread is not None and self._thread.is_alive():
@@ -93,7 +93,7 @@ class JobWriter:
                 batch = [self._pending.popleft() for _ in range(min(BATCH, len(self._pending)))]
                 self._in_flight = len(batch)
             try:
-                OrchestrationJob.objects.bulk_create(batch)
+                _insert(batch)
             except Exception:
                 logger.warning("%d pull job(s) not written yet; retrying in %s s", len(batch),
                                RETRY_SECONDS, exc_info=True)
@@ -107,6 +107,24 @@ class JobWriter:
             with self._wake:
                 self._in_flight = 0
                 self._written.notify_all()
+
+
+_COLUMNS = ("id", "type", "status", "requester", "target", "service_definition",
+            "subscription_id", "result_count", "message", "created_at", "started_at",
+            "finished_at")
+
+
+def _insert(jobs: list[OrchestrationJob]) -> None:
+    """One statement for the batch: PostgreSQL's COPY (the cheapest way in; the job count
+    triggers see it as one insert), elsewhere a bulk insert."""
+    if connection.vendor != "postgresql":
+        OrchestrationJob.objects.bulk_create(jobs)
+        return
+    columns = ", ".join(_COLUMNS)
+    with connection.cursor() as cursor, cursor.cursor.copy(
+            f"COPY {OrchestrationJob._meta.db_table} ({columns}) FROM STDIN") as copy:
+        for job in jobs:
+            copy.write_row([getattr(job, column) for column in _COLUMNS])
 
 
 _writer = JobWriter()
