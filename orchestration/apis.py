@@ -6,6 +6,7 @@ from rest_framework.views import APIView
 
 from config.schema import error_responses, null_body_is_absent
 from orchestration.pull import orchestration_pull
+from orchestration.request_check import checked_orchestration_request
 from orchestration.requests import parse_orchestration_request
 from orchestration.response_data import orchestration_response_data
 from orchestration.serializers import (
@@ -32,10 +33,16 @@ JAVA_CLIENT_EXAMPLE = OpenApiExample("Java client (HttpCollectorDriver)", reques
 
 
 def request_from_body(data) -> OrchestrationRequest:
-    """Type-check and parse an orchestration request body (absent body = empty request)."""
-    serializer = OrchestrationRequestSerializer(data={} if data is None else data)
-    serializer.is_valid(raise_exception=True)
-    return parse_orchestration_request(serializer.validated_data)
+    """Type-check and parse an orchestration request body (absent body = empty request): the
+    usual well-typed body by the precompiled check (orchestration.request_check), anything
+    else by the serializer, which answers with its messages."""
+    data = {} if data is None else data
+    checked = checked_orchestration_request(data)
+    if checked is None:
+        serializer = OrchestrationRequestSerializer(data=data)
+        serializer.is_valid(raise_exception=True)
+        checked = serializer.validated_data
+    return parse_orchestration_request(checked)
 
 
 class OrchestrationPullApi(APIView):

@@ -1,0 +1,313 @@
+"""orchestration.request_check, the pull body's type check without DRF, gives exactly the
+serializer's `validated_data` whenever it accepts a body, and declines (None) the rest, so that
+the serializer answers those with its own messages."""
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import hypothesis
+import pytest
+from django.test import override_settings
+from hypothesis import given
+from hypothesis import strategies as st
+
+from orchestration.apis import JAVA_CLIENT_EXAMPLE, PULL_EXAMPLE
+from orchestration import request_check
+from orchestration.request_check import checked_orchestration_request
+from orchestration.serializers import (
+    MAX_SECONDS,
+    OrchestrationRequestSerializer,
+    ServiceRequirementSerializer,
+)
+
+TYPICAL = {
+    "serviceRequirement": {"serviceDefinition": "x", "operations": ["query"],
+                           "interfaceTemplateNames": ["generic_http"],
+                           "metadataRequirements": [{"a": 1}]},
+    "orchestrationFlags": {"MATCHMAKING": True},
+    "exclusivityDuration": 120,
+    "qosRequirements": {"maxLatencyMs": "5"},
+}
+# Small enough that generated values often cross them.
+SMALL_LIMITS = {"MAX_LIST_LENGTH": 3, "MAX_STRING_LENGTH": 6, "MAX_JSON_DEPTH": 3,
+                "MAX_PULL_OPERATIONS": 2}
+
+
+def _plain(value: Any) -> Any:
+    """validated_data as plain dicts and lists, key order kept."""
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _validated(document: Any) -> dict | None:
+    """What the serializer accepts, as plain data; None when it refuses."""
+    serializer = OrchestrationRequestSerializer(data=document)
+    return _plain(serializer.validated_data) if serializer.is_valid() else None
+
+
+def _assert_same(document: Any, checked: dict | None, validated: dict | None) -> None:
+    """The contract: an accepted body is one the serializer accepts, with its validated_data
+    (same keys, values and key order)."""
+    if checked is not None:
+        assert validated is not None, document
+        assert checked == validated, document
+        assert json.dumps(checked) == json.dumps(validated), document
+
+
+def _assert_agrees(document: Any) -> dict | None:
+    checked = checked_orchestration_request(document)
+    _assert_same(document, checked, _validated(document) if checked is not None else None)
+    return checked
+
+
+# --- generated bodies, biased towards the request shape ---
+
+def _sized(sizes: list[int], make) -> st.SearchStrategy:
+    """A value of one of `sizes`: chosen evenly (Hypothesis favours small sizes), so that the
+    small limits below are often met and sometimes crossed."""
+    return st.sampled_from(sizes).flatmap(lambda n: make(min_size=n, max_size=n))
+
+
+# Up to the limit or one past it, for SMALL_LIMITS.
+_TEXT_SIZES = [0, 1, 2, 5, 6, 6, 7]
+_LIST_SIZES = [0, 1, 1, 2, 3, 3, 4]
+
+# Letters and blanks; now and then a character the serializer's text fields refuse (NUL, a
+# surrogate), which only the input gate keeps out of real bodies.
+_CHARS = st.sampled_from(["a", "a", "a", "Z", " ", "\t", "é"])
+_CLEAN_TEXT = _sized(_TEXT_SIZES, lambda **size: st.text(_CHARS, **size))
+_REFUSED_TEXT = _sized(_TEXT_SIZES, lambda **size: st.text(
+    st.one_of(_CHARS, st.sampled_from(["\x00", "\ud800"])), **size))
+_TEXT = st.one_of(_CLEAN_TEXT, _CLEAN_TEXT, _CLEAN_TEXT, _CLEAN_TEXT, _REFUSED_TEXT)
+_KEY = st.one_of(_TEXT, st.sampled_from(["a", "op", "value", "MATCHMAKING"]))
+_INT = st.one_of(st.integers(-3, 3), st.integers(),
+                 st.sampled_from([MAX_SECONDS, MAX_SECONDS + 1, 2**63, -2**63, 10**30]))
+_SCALAR = st.one_of(st.none(), st.booleans(), _INT, _TEXT,
+                    st.floats(allow_nan=False, allow_infinity=False), st.just(5.0))
+
+
+def _nest(depth: int, leaf: Any, in_lists: bool) -> Any:
+    for _ in range(depth):
+        leaf = [leaf] if in_lists else {"k": leaf}
+    return leaf
+
+
+_JSON = st.one_of(
+    st.recursive(_SCALAR, lambda inner: st.one_of(
+        _sized(_LIST_SIZES, lambda **size: st.lists(inner, **size)),
+        _sized(_LIST_SIZES, lambda **size: st.dictionaries(_KEY, inner, **size))),
+        max_leaves=10),
+    st.builds(_nest, st.sampled_from([1, 2, 3, 4]), _SCALAR, st.booleans()))
+
+
+def _list(element: st.SearchStrategy) -> st.SearchStrategy:
+    return _sized(_LIST_SIZES, lambda **size: st.lists(element, **size))
+
+
+@st.composite
+def _some_of(draw, fields: dict[str, st.SearchStrategy]) -> dict:
+    """An object of some of `fields` (often few, so that most are valid), in any order."""
+    names = draw(st.lists(st.sampled_from(list(fields)), unique=True))
+    return {name: draw(fields[name]) for name in names}
+
+
+def _body(either) -> st.SearchStrategy:
+    """Request bodies whose every field is `either(the right type)`."""
+    texts = _list(st.one_of(_TEXT, _TEXT, _TEXT, st.none(), either(_TEXT)))
+    value = st.one_of(_SCALAR, _SCALAR, _SCALAR, _JSON)  # requirement values are mostly scalars
+    json_object = _sized(_LIST_SIZES, lambda **size: st.dictionaries(_KEY, value, **size))
+    requirements = _list(st.one_of(json_object, json_object, st.none(), _JSON))
+    service = _some_of({
+        "serviceDefinition": either(_TEXT),
+        "operations": either(texts),
+        "versions": either(texts),
+        "alivesAt": either(_TEXT),
+        "metadataRequirements": either(requirements),
+        "interfaceTemplateNames": either(texts),
+        "interfaceAddressTypes": either(texts),
+        "interfacePropertyRequirements": either(requirements),
+        "securityPolicies": either(texts),
+        "preferredProviders": either(texts),
+        "unknownField": _JSON,
+    })
+    return _some_of({
+        "serviceRequirement": either(service),
+        "orchestrationFlags": either(json_object),
+        "qosRequirements": either(json_object),
+        "exclusivityDuration": either(_INT),
+        "extra": _JSON,
+        "ServiceRequirement": _JSON,
+    })
+
+
+# Well typed: the right type or null everywhere, but values may still cross a limit or hold a
+# refused character; then any type anywhere; then any JSON document.
+_WELL_TYPED = _body(lambda right: st.one_of(right, right, right, st.none()))
+_ANY_TYPE = _body(lambda right: st.one_of(right, right, st.none(), _JSON))
+_DOCUMENT = st.one_of(_WELL_TYPED, _WELL_TYPED, _ANY_TYPE, _ANY_TYPE, _JSON)
+
+
+class GeneratedBodyTests:
+    @pytest.mark.parametrize("limits", [SMALL_LIMITS, {}], ids=["small limits", "defaults"])
+    def test_it_gives_the_serializers_validated_data_or_declines(self, limits) -> None:
+        valid = accepted = 0
+
+        @hypothesis.settings(max_examples=2000, derandomize=True, database=None, deadline=None,
+                             suppress_health_check=[hypothesis.HealthCheck.too_slow])
+        @given(_DOCUMENT)
+        def check(document: Any) -> None:
+            nonlocal valid, accepted
+            checked, validated = checked_orchestration_request(document), _validated(document)
+            _assert_same(document, checked, validated)
+            valid += validated is not None
+            accepted += checked is not None
+
+        with override_settings(**limits):
+            check()
+        # Not a check that declines everything: the serializer's accepted bodies take the fast
+        # path (it declines only what JSON cannot hold, which is not generated here).
+        assert valid >= 200
+        assert accepted == valid
+
+
+# --- examples ---
+
+class FieldTests:
+    def test_it_knows_every_field_of_the_serializers(self) -> None:
+        """A field added to a serializer would be dropped here as an unknown key, and the
+        generated bodies would not hold it."""
+        assert list(ServiceRequirementSerializer().fields) == [
+            name for name, _ in request_check._SERVICE_FIELDS]
+        assert list(OrchestrationRequestSerializer().fields) == [
+            "serviceRequirement", "orchestrationFlags", "qosRequirements",
+            "exclusivityDuration"]
+
+
+class AcceptedBodyTests:
+    @pytest.mark.parametrize("body", [
+        TYPICAL, PULL_EXAMPLE.value, JAVA_CLIENT_EXAMPLE.value, {},
+        {"serviceRequirement": None, "orchestrationFlags": None, "qosRequirements": None,
+         "exclusivityDuration": None},
+        {"serviceRequirement": {}},
+        {"serviceRequirement": {"serviceDefinition": None, "operations": None, "versions": None,
+                                "alivesAt": None, "metadataRequirements": None,
+                                "interfaceTemplateNames": None, "interfaceAddressTypes": None,
+                                "interfacePropertyRequirements": None,
+                                "securityPolicies": None, "preferredProviders": None}},
+        # Blanks, null elements and zero durations pass: the service answers them.
+        {"serviceRequirement": {"serviceDefinition": " ", "alivesAt": "",
+                                "operations": ["", None, " query "],
+                                "metadataRequirements": [None, "x", 5, [], {}]},
+         "exclusivityDuration": 0},
+        {"exclusivityDuration": -1},
+        {"exclusivityDuration": MAX_SECONDS},
+        {"orchestrationFlags": {"MATCHMAKING": "true", "x": None, "y": {"a": [1, {"b": 2.5}]}}},
+        {"serviceRequirement": {"serviceDefinition": "temperatureInfo", "versions": ["1.0.0"],
+                                "interfacePropertyRequirements": [{"port": {"op": "LESS_THAN",
+                                                                            "value": 9000}}],
+                                "securityPolicies": ["NONE"], "preferredProviders": ["P"],
+                                "interfaceAddressTypes": ["IPV4"],
+                                "alivesAt": "2025-11-08T12:00:00Z"}},
+    ])
+    def test_it_accepts_well_formed_bodies_as_the_serializer_does(self, body) -> None:
+        checked = _assert_agrees(body)
+        assert checked is not None
+        assert checked == _validated(body)
+
+    def test_it_drops_unknown_keys_and_leaves_absent_fields_out(self) -> None:
+        body = {"serviceRequirement": {"serviceDefinition": "x", "other": 1},
+                "exclusivityDuration": None, "unknown": [1]}
+        assert checked_orchestration_request(body) == {
+            "serviceRequirement": {"serviceDefinition": "x"}, "exclusivityDuration": None}
+
+    def test_it_passes_free_form_json_on_as_the_serializer_does(self) -> None:
+        requirement = {"a": {"op": "IN", "value": [1, 2]}}
+        qos = {"maxLatencyMs": "5"}
+        checked = checked_orchestration_request({
+            "serviceRequirement": {"metadataRequirements": [requirement]},
+            "qosRequirements": qos})
+        assert checked["serviceRequirement"]["metadataRequirements"][0] is requirement
+        assert checked["qosRequirements"] == qos
+
+
+class DeclinedBodyTests:
+    @pytest.mark.parametrize("body", [
+        None, [], "x", 5, True,
+        {"serviceRequirement": "x"}, {"serviceRequirement": []}, {"serviceRequirement": True},
+        {"serviceRequirement": {"serviceDefinition": 5}},
+        {"serviceRequirement": {"serviceDefinition": True}},
+        {"serviceRequirement": {"serviceDefinition": ["x"]}},
+        {"serviceRequirement": {"alivesAt": {"at": "now"}}},
+        {"serviceRequirement": {"serviceDefinition": "a\x00b"}},
+        {"serviceRequirement": {"serviceDefinition": "a\ud800b"}},
+        {"serviceRequirement": {"operations": "query"}},
+        {"serviceRequirement": {"operations": {"query": 1}}},
+        {"serviceRequirement": {"versions": [1]}},
+        {"serviceRequirement": {"versions": [1.5]}},
+        {"serviceRequirement": {"interfaceTemplateNames": [["generic_http"]]}},
+        {"serviceRequirement": {"securityPolicies": [False]}},
+        {"serviceRequirement": {"preferredProviders": ["P", {}]}},
+        {"serviceRequirement": {"metadataRequirements": {"a": 1}}},
+        {"serviceRequirement": {"interfacePropertyRequirements": "x"}},
+        {"orchestrationFlags": []}, {"orchestrationFlags": "MATCHMAKING"},
+        {"orchestrationFlags": True}, {"qosRequirements": ["maxLatencyMs"]},
+        {"exclusivityDuration": True}, {"exclusivityDuration": 5.0},
+        {"exclusivityDuration": 5.5}, {"exclusivityDuration": "5"},
+        {"exclusivityDuration": MAX_SECONDS + 1}, {"exclusivityDuration": []},
+    ])
+    def test_it_declines_what_the_serializer_refuses(self, body) -> None:
+        assert checked_orchestration_request(body) is None
+        assert _validated(body) is None
+
+    @pytest.mark.parametrize("body", [
+        {"orchestrationFlags": {"MATCHMAKING": (True,)}},
+        {"orchestrationFlags": {1: True}},
+        {"serviceRequirement": {"metadataRequirements": [{"a": 10**700}]}},
+        {"exclusivityDuration": -10**700},
+    ])
+    def test_it_declines_what_json_cannot_hold(self, body) -> None:
+        assert checked_orchestration_request(body) is None
+
+
+class LimitTests:
+    @pytest.fixture(autouse=True)
+    def small_limits(self, settings) -> None:
+        for name, value in SMALL_LIMITS.items():
+            setattr(settings, name, value)
+
+    @pytest.mark.parametrize("body, accepted", [
+        ({"serviceRequirement": {"serviceDefinition": "a" * 6}}, True),
+        ({"serviceRequirement": {"serviceDefinition": "a" * 7}}, False),
+        ({"serviceRequirement": {"versions": ["1", "2", "3"]}}, True),
+        ({"serviceRequirement": {"versions": ["1", "2", "3", "4"]}}, False),
+        ({"serviceRequirement": {"versions": ["a" * 7]}}, False),
+        ({"serviceRequirement": {"operations": ["a", "b"]}}, True),
+        ({"serviceRequirement": {"operations": ["a", "b", "c"]}}, False),
+        ({"serviceRequirement": {"metadataRequirements": [{"a": 1, "b": 2}, {"c": 3}]}}, True),
+        # Conditions of all the objects together, not only the number of objects.
+        ({"serviceRequirement": {"metadataRequirements": [{"a": 1, "b": 2}, {"c": 3, "d": 4}]}},
+         False),
+        ({"serviceRequirement": {"metadataRequirements": [{"a": {"b": {"c": 1}}}]}}, True),
+        ({"serviceRequirement": {"metadataRequirements": [{"a": {"b": {"c": {}}}}]}}, False),
+        ({"serviceRequirement": {"interfacePropertyRequirements": [{"a": "b" * 7}]}}, False),
+        ({"orchestrationFlags": {"a": 1, "b": 2, "c": 3}}, True),
+        ({"orchestrationFlags": {"a": 1, "b": 2, "c": 3, "d": 4}}, False),
+        ({"orchestrationFlags": {"a" * 7: True}}, False),
+        ({"qosRequirements": {"a": [[[1]]]}}, True),
+        ({"qosRequirements": {"a": [[[[1]]]]}}, False),
+        ({"qosRequirements": {"a": [1, 2, 3, 4]}}, False),
+        ({"qosRequirements": {"a": {"b" * 7: 1}}}, False),
+        ({"qosRequirements": {"a": "b" * 7}}, False),
+    ])
+    def test_it_honours_the_limits_of_the_settings(self, body, accepted) -> None:
+        assert (checked_orchestration_request(body) is not None) is accepted
+        assert (_validated(body) is not None) is accepted
+
+    def test_it_reads_the_limits_at_each_call(self, settings) -> None:
+        body = {"serviceRequirement": {"serviceDefinition": "a" * 7}}
+        assert checked_orchestration_request(body) is None
+        settings.MAX_STRING_LENGTH = 7
+        assert _assert_agrees(body) == body
