@@ -13,8 +13,10 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("serviceorchestration/monitor/echo", EchoApi.as_view()),
-    path("serviceorchestration/orchestration/", include("store.urls")),
+    # Pull first: Django tries the patterns in order, and every include that fails to match
+    # costs its patterns' bookkeeping; pull is the hot path (docs/performance.md).
     path("serviceorchestration/orchestration/", include("orchestration.urls")),
+    path("serviceorchestration/orchestration/", include("store.urls")),
     path("serviceorchestration/orchestration/", include("subscriptions.urls")),
     path("serviceorchestration/authorization-token/", include("orchestration.token_urls")),
     path("serviceorchestration/general/", include("general.urls")),
