@@ -5,6 +5,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.schema import error_responses, null_body_is_absent
+from orchestration.parsed_requests import parsed_request
 from orchestration.pull import orchestration_pull
 from orchestration.request_check import checked_orchestration_request
 from orchestration.requests import parse_orchestration_request
@@ -54,6 +55,6 @@ class OrchestrationPullApi(APIView):
                               **error_responses(503, body=True)},
                    extensions=null_body_is_absent())
     def post(self, request: Request) -> Response:
-        result = orchestration_pull(requester=request.user.name,
-                                    request=request_from_body(request.data))
+        result = orchestration_pull(requester=request.user.name, request=parsed_request(
+            request, lambda request: request_from_body(request.data)))
         return Response(orchestration_response_data(result))
