@@ -135,11 +135,14 @@ class PullSnapshot:
                 self._reading = True
             try:
                 changes, after = changes_since(position, limit, next(self._tickets))
-            finally:
+            except BaseException:
                 with self._lock:
                     self._reading = False
                     self._read_done.notify_all()
-            with self._lock:
+                raise
+            with self._lock:  # the waiting pulls go on once this read is applied
+                self._reading = False
+                self._read_done.notify_all()
                 if self._data is not data:
                     continue  # loaded anew meanwhile: read again from its position
                 if not self._apply(changes, after, limit):

@@ -32,7 +32,7 @@ def _aware(value: Any) -> dt.datetime | None:
     return value
 
 
-def _rows(sql: str, keys: Iterable[str] | None = None) -> Iterator[tuple]:
+def _rows(sql: str, keys: Iterable[str | int] | None = None) -> Iterator[tuple]:
     """Rows of `sql`, whose `{keys}` is replaced by an IN list of `keys` (in chunks); without
     keys, by a condition that holds."""
     with connection.cursor() as cursor:
@@ -71,11 +71,13 @@ def load_instances(instance_ids: Iterable[str] | None = None) -> dict[str, Catal
     rows = list(_rows(f"SELECT id, service_instance_id, expires_at, metadata FROM {INSTANCES} "
                       f"WHERE {condition}", instance_ids))
     interfaces: dict[int, list[dict]] = {row[0]: [] for row in rows}
-    condition = "{keys}" if instance_ids is None else (
-        f"instance_id IN (SELECT id FROM {INSTANCES} WHERE service_instance_id {{keys}})")
+    # One table a statement: a statement never holds one table's lock while it waits for
+    # another's, so reads and a concurrent TRUNCATE cannot deadlock.
+    condition = "{keys}" if instance_ids is None else "instance_id {keys}"
     for instance, *interface in sorted(
             _rows(f"SELECT instance_id, position, template_name, protocol, policy, properties "
-                  f"FROM {INTERFACES} WHERE {condition}", instance_ids),
+                  f"FROM {INTERFACES} WHERE {condition}",
+                  None if instance_ids is None else list(interfaces)),
             key=lambda row: (row[0], row[1])):
         if instance in interfaces:  # an instance created after its row was read: next change
             position, template, protocol, policy, properties = interface

@@ -7,6 +7,7 @@ pytest.register_assert_rewrite("tests.helpers", "tests.store.helpers")
 from rest_framework.test import APIClient  # noqa: E402
 
 from config.celery import app as celery_app  # noqa: E402
+from orchestration.job_writer import job_writer_flush  # noqa: E402
 from serviceregistry import instances, peers  # noqa: E402
 from tests import services  # noqa: E402
 from tests.endpoints import HttpSink, MqttReceiver  # noqa: E402
@@ -18,6 +19,15 @@ from tests.worker import celery_worker  # noqa: E402,F401  (fixture)
 def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
     """Runs before the test database is created: fail clearly when PostgreSQL is not there."""
     services.require_postgres()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Pull jobs are written behind the answer by a thread (orchestration.job_writer): a test's
+    are written before its fixtures (the database first) are torn down, so that no insert runs
+    into the flush of a transactional test's tables."""
+    job_writer_flush()
+    return (yield)
 
 
 @pytest.fixture(autouse=True)
