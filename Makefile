@@ -64,3 +64,5 @@ bench: $(VENV)/.installed
 	$(PY) bench/history_query.py
 	$(PY) bench/http_throughput.py --slow 8
 	$(PY) bench/pull_http.py
+	$(PY) bench/pull_http.py --sqlite
+	$(PY) bench/pull_http.py --scale-check

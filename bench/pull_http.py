@@ -70,6 +70,8 @@ GOALS = (
      ("echo", "requests_per_second"), lambda ratio: ratio >= 0.4, ">= 0.4"),
     ("pull p99 / echo p99", ("pull", "p99_ms"), ("echo", "p99_ms"),
      lambda ratio: ratio <= 4, "<= 4"),
+    ("full-list p99 / echo p99", ("full-list", "p99_ms"), ("echo", "p99_ms"),
+     lambda ratio: ratio <= 4, "<= 4"),
 )
 
 

@@ -94,8 +94,9 @@ def test_goals_are_judged_and_runs_with_errors_are_invalid() -> None:
     lines = pull_http.goal_lines({"echo": run(1000, 50), "pull": run(600, 150),
                                   "full-list": run(300, 400, valid=False)})
 
-    assert [line.split()[-1] for line in lines] == ["met", "(errors)", "met"]
+    assert [line.split()[-1] for line in lines] == ["met", "(errors)", "met", "(errors)"]
     assert "0.60" in lines[0] and "0.30" in lines[1] and "3.00" in lines[2]
+    assert "8.00" in lines[3]
 
 
 def test_profile_counts_own_and_inclusive_samples() -> None:
