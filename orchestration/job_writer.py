@@ -19,10 +19,13 @@ What this changes, and what it does not:
   that transaction, as before.
 """
 import atexit
+import datetime as dt
 import logging
 import threading
 import time
+import uuid
 from collections import deque
+from dataclasses import dataclass
 
 from django.db import connection
 
@@ -37,18 +40,49 @@ IDLE_SECONDS = 2.0
 LINGER_SECONDS = 0.05
 
 
+@dataclass(slots=True)
+class PullJob:
+    """A pull's job as it is handed over: a plain record (a model instance per pull costs
+    more than writing the row); the writer gives it its id."""
+
+    requester: str
+    service_definition: str | None
+    started_at: dt.datetime
+    status: str = ""
+    result_count: int = 0
+    message: str = ""
+    finished_at: dt.datetime | None = None
+
+    @property
+    def target(self) -> str:
+        return self.requester
+
+    def model(self) -> OrchestrationJob:
+        return OrchestrationJob(
+            type=OrchestrationJob.Type.PULL, status=self.status, requester=self.requester,
+            target=self.requester, service_definition=self.service_definition,
+            result_count=self.result_count, message=self.message, created_at=self.started_at,
+            started_at=self.started_at, finished_at=self.finished_at)
+
+    def row(self) -> tuple:
+        """The values of _COLUMNS."""
+        return (uuid.uuid4(), OrchestrationJob.Type.PULL.value, self.status, self.requester,
+                self.requester, self.service_definition, None, self.result_count, self.message,
+                self.started_at, self.started_at, self.finished_at)
+
+
 class JobWriter:
     def __init__(self) -> None:
-        self._pending: deque[OrchestrationJob] = deque()
+        self._pending: deque[PullJob] = deque()
         lock = threading.Lock()
         self._wake = threading.Condition(lock)  # the writer waits for jobs
         self._written = threading.Condition(lock)  # flush waits for the writer
         self._in_flight = 0  # taken from _pending, not yet written
         self._thread: threading.Thread | None = None
 
-    def submit(self, job: OrchestrationJob) -> None:
+    def submit(self, job: PullJob) -> None:
         if connection.in_atomic_block or len(self._pending) >= MAX_PENDING:
-            job.save(force_insert=True)
+            job.model().save(force_insert=True)
             return
         self._start()
         with self._wake:
@@ -116,17 +150,17 @@ _COLUMNS = ("id", "type", "status", "requester", "target", "service_definition",
             "finished_at")
 
 
-def _insert(jobs: list[OrchestrationJob]) -> None:
+def _insert(jobs: list[PullJob]) -> None:
     """One statement for the batch: PostgreSQL's COPY (the cheapest way in; the job count
     triggers see it as one insert), elsewhere a bulk insert."""
     if connection.vendor != "postgresql":
-        OrchestrationJob.objects.bulk_create(jobs)
+        OrchestrationJob.objects.bulk_create([job.model() for job in jobs])
         return
     columns = ", ".join(_COLUMNS)
     with connection.cursor() as cursor, cursor.cursor.copy(
             f"COPY {OrchestrationJob._meta.db_table} ({columns}) FROM STDIN") as copy:
         for job in jobs:
-            copy.write_row([getattr(job, column) for column in _COLUMNS])
+            copy.write_row(job.row())
 
 
 _writer = JobWriter()

@@ -56,6 +56,8 @@ def qualifying_interface(interface: dict, requirement: ServiceRequirement) -> di
 
 def qualifying_interfaces(interfaces: Iterable[dict],
                           requirement: ServiceRequirement) -> list[dict]:
+    if not requirement.filters_interfaces:
+        return list(interfaces)  # every one, unchanged (shared: not to be modified)
     offered = (qualifying_interface(interface, requirement) for interface in interfaces)
     return [interface for interface in offered if interface is not None]
 

@@ -19,7 +19,7 @@ from config.exceptions import ArrowheadError, ExternalServerError, InvalidParame
 from identity.blacklist import providers_allowed
 from orchestration import ca_tokens, matching, reservations, selectors
 from orchestration.pull_records import CatalogInstance, PullRule, Reservation
-from orchestration.job_writer import job_write_behind
+from orchestration.job_writer import PullJob, job_write_behind
 from orchestration.latency import instance_latencies
 from orchestration.models import OrchestrationJob
 from orchestration.snapshot import snapshot_view
@@ -344,20 +344,17 @@ def orchestrate(*, consumer: str, request: OrchestrationRequest, now: dt.datetim
 
 def orchestration_pull(*, requester: str, request: OrchestrationRequest) -> OrchestrationResult:
     """Pull for the requester, recorded as one orchestration job (one write)."""
-    started = timezone.now()
-    job = OrchestrationJob(type=OrchestrationJob.Type.PULL, requester=requester, target=requester,
-                           service_definition=request.requirement.service_definition,
-                           created_at=started, started_at=started)
+    job = PullJob(requester, request.requirement.service_definition, timezone.now())
     return orchestrate_recorded(job, request)
 
 
-def orchestrate_recorded(job: OrchestrationJob, request: OrchestrationRequest,
+def orchestrate_recorded(job: OrchestrationJob | PullJob, request: OrchestrationRequest,
                          ) -> OrchestrationResult:
     """Orchestrate for `job.target` and record the job once it has ended: DONE with the
     result count, or ERROR for a failure of ours or of another system (the ServiceRegistry: 503;
     a refusal of the Blacklist, passed through); a refused request is not recorded.
-    `job` is new (inserted) or a queued job's row, IN_PROGRESS since `job.started_at`
-    (updated)."""
+    `job` is a pull's (written behind the answer), new (inserted) or a queued job's row,
+    IN_PROGRESS since `job.started_at` (updated)."""
     try:
         result = orchestrate(consumer=job.target, request=request, now=job.started_at)
     except (ExternalServerError, PeerRefused) as exc:
@@ -373,14 +370,15 @@ def orchestrate_recorded(job: OrchestrationJob, request: OrchestrationRequest,
     return result
 
 
-def _record(job: OrchestrationJob, status: str, count: int, message: str) -> None:
-    """Write the ended job: a new row (a pull, an automatic push), or the update of a queued
-    job's row (push management's trigger), which only an IN_PROGRESS job takes: one the stale
-    job sweep gave up on meanwhile keeps its ERROR."""
+def _record(job: OrchestrationJob | PullJob, status: str, count: int, message: str) -> None:
+    """Write the ended job: a pull's once answered (orchestration.job_writer), a new row (an
+    automatic push), or the update of a queued job's row (push management's trigger), which
+    only an IN_PROGRESS job takes: one the stale job sweep gave up on meanwhile keeps its
+    ERROR."""
     job.status, job.result_count, job.message = status, count, message
     job.finished_at = timezone.now()
-    if job._state.adding and job.type == OrchestrationJob.Type.PULL:
-        job_write_behind(job)  # written once answered (orchestration.job_writer)
+    if isinstance(job, PullJob):
+        job_write_behind(job)
         return
     if job._state.adding:
         job.save(force_insert=True)
