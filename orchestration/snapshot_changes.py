@@ -24,11 +24,11 @@ half that long no longer trusts its position and loads everything again.
 import datetime as dt
 from dataclasses import dataclass
 
-import psycopg
 from django.db import connection
 from django.utils import timezone
 
 from orchestration.models import OrchestrationLock, SnapshotChange
+from orchestration.prepared_statements import run_prepared
 from store.models import Rule, ServiceInstance, ServiceInterface
 
 CHANGE_KEEP_SECONDS = 600
@@ -237,8 +237,9 @@ class Change:
 @dataclass(frozen=True)
 class FeedPosition:
     """Where a process stands in the feed after a read: the highest row id it has seen and
-    (PostgreSQL) the transactions that were still running then, whose rows may appear later
-    with lower ids. `ticket` orders the reads of one process (taken before the query)."""
+    (PostgreSQL) the transactions that were running when that id was read and still were at
+    this read: their rows may appear later with lower ids. `ticket` orders the reads of one
+    process (taken before the query)."""
 
     last_id: int
     running: tuple[int, ...] = ()
@@ -260,17 +261,19 @@ def feed_start(ticket: int = 0) -> FeedPosition:
         return FeedPosition(cursor.fetchone()[0], (), ticket)
 
 
-# The header row carries the transactions running at this read; then the rows above the last
-# id seen and, when some were running at the last read, theirs. One statement: one snapshot.
-_READ = (f"(SELECT NULL::bigint, NULL, NULL, {_RUNNING}) UNION ALL "
-         f"(SELECT id, consumer, service_instance_id, NULL::bigint[] FROM {CHANGES} "
-         "WHERE id > %s::bigint ORDER BY id LIMIT %s::bigint)")
+# The read, by where the last one left off. Each row carries the statement's snapshot
+# (`xmin:xmax:xip,…`), whose in-progress list is the transactions still running at this read.
+# Nothing running at the last read: only the rows above the last id seen, from the index on id
+# (almost always none; then nothing else is needed). Some running: a header row with the
+# snapshot, those rows and the rows of the transactions that were running.
+_SNAPSHOT = "pg_current_snapshot()::text"
+_ABOVE = (f"SELECT id, consumer, service_instance_id, {_SNAPSHOT} FROM {CHANGES} "
+          "WHERE id > $1::bigint ORDER BY id LIMIT $2::bigint")
+_READ = _ABOVE.encode()
 _READ_WITH_RUNNING = (
-    f"(SELECT NULL::bigint, NULL, NULL, {_RUNNING}) UNION ALL "
-    f"((SELECT id, consumer, service_instance_id, NULL::bigint[] FROM {CHANGES} "
-    "WHERE id > %s::bigint ORDER BY id LIMIT %s::bigint) UNION "
-    f"(SELECT id, consumer, service_instance_id, NULL::bigint[] FROM {CHANGES} "
-    "WHERE xid = ANY(%s::bigint[]) LIMIT %s::bigint))")
+    f"(SELECT NULL::bigint, NULL, NULL, {_SNAPSHOT}) UNION ALL (({_ABOVE}) UNION "
+    f"(SELECT id, consumer, service_instance_id, NULL FROM {CHANGES} "
+    "WHERE xid = ANY($3::bigint[]) LIMIT $2::bigint))").encode()
 
 
 def changes_since(position: FeedPosition, limit: int,
@@ -280,37 +283,46 @@ def changes_since(position: FeedPosition, limit: int,
 
     PostgreSQL: rows with a higher id than any seen (ids are allocated from a sequence as rows
     are written, so a transaction that starts later writes higher ids), plus the rows of the
-    transactions that were running at the last read (they may have written lower ids before
-    they committed). Each part is read from its own index."""
-    if connection.vendor == "postgresql":
-        if position.running:
-            rows = _prepared(_READ_WITH_RUNNING, [position.last_id, limit + 1,
-                                                 list(position.running), limit + 1])
-        else:
-            rows = _prepared(_READ, [position.last_id, limit + 1])
-        changes = [Change(*row[:3]) for row in rows if row[0] is not None]
-        running = tuple(next(row[3] for row in rows if row[0] is None))
-    else:
+    transactions that were running at the last read that raised the last id (they may have
+    written lower ids before they committed). Each part is read from its own index."""
+    if connection.vendor != "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT id, consumer, service_instance_id FROM {CHANGES} "
                            "WHERE id > %s ORDER BY id LIMIT %s", [position.last_id, limit + 1])
-            changes, running = [Change(*row) for row in cursor.fetchall()], ()
+            changes = [Change(*row) for row in cursor.fetchall()]
+        if len(changes) > limit:
+            return changes, None
+        return changes, FeedPosition(max([position.last_id, *(c.id for c in changes)]),
+                                     (), ticket)
+    params = [str(position.last_id).encode(), str(limit + 1).encode()]
+    if position.running:
+        params.append(("{%s}" % ",".join(map(str, position.running))).encode())
+        rows = run_prepared(b"orchestration_feed_running", _READ_WITH_RUNNING, params)
+    else:
+        rows = run_prepared(b"orchestration_feed", _READ, params)
+    changes = [Change(int(row[0]), _text(row[1]), _text(row[2]))
+               for row in rows if row[0] is not None]
     if len(changes) > limit:
         return changes, None
-    # The read returned every visible row above the position: the highest id seen is known.
+    if not rows:  # nothing above the last id and nothing was running: nothing changed
+        return changes, FeedPosition(position.last_id, (), ticket)
+    running = _in_progress(next(row[3] for row in rows if row[3] is not None))
     last_id = max([position.last_id, *(change.id for change in changes)])
+    if last_id == position.last_id:
+        # Transactions that began after the last read that raised the last id write higher
+        # ids: of those running now, only the ones already running then still matter.
+        running = tuple(sorted(set(running) & set(position.running)))
     return changes, FeedPosition(last_id, running, ticket)
 
 
-def _prepared(sql: str, params: list) -> list[tuple]:
-    """`sql` as a prepared statement of this thread's connection (PostgreSQL): every pull
-    runs the feed read, and planning it each time would cost more than running it. Django's
-    cursors bind parameters on the client, which rules preparing out, so the driver's own
-    cursor is used, with Django's handling of connection errors."""
-    connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
-        cursor.execute(sql, params, prepare=True)
-        return cursor.fetchall()
+def _text(value: bytes | None) -> str | None:
+    return None if value is None else value.decode()
+
+
+def _in_progress(snapshot: bytes) -> tuple[int, ...]:
+    """The in-progress transaction ids of a snapshot's text form `xmin:xmax:xip,…`."""
+    listed = snapshot.rsplit(b":", 1)[1]
+    return tuple(sorted(int(xid) for xid in listed.split(b","))) if listed else ()
 
 
 def changes_prune(*, now: dt.datetime | None = None) -> int:

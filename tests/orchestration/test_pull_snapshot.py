@@ -8,13 +8,14 @@ import threading
 import time
 
 import pytest
-from django.db import connection, transaction
+from django.db import ProgrammingError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from orchestration import snapshot as snapshot_module
 from orchestration import snapshot_changes
 from orchestration.models import OrchestrationLock, SnapshotChange
+from orchestration.prepared_statements import run_prepared
 from orchestration.pull import orchestrate
 from orchestration.requests import parse_orchestration_request
 from orchestration.snapshot import pull_snapshot
@@ -273,6 +274,32 @@ class FeedTests:
         make_rules(("Bike", THERMO, 1))
         assert snapshot_changes.changes_prune(now=later) > 0
         assert list(SnapshotChange.objects.values_list("consumer", flat=True)) == ["Bike"]
+
+
+    def test_a_statement_the_server_forgot_is_prepared_again(self, snapshot):
+        position = snapshot_changes.feed_start()
+        assert snapshot_changes.changes_since(position, 10)[0] == []
+        with connection.cursor() as cursor:
+            cursor.execute("DEALLOCATE ALL")  # what the driver sends after some DDL
+        make_rules(("Car", THERMO, 1))
+        changes, after = snapshot_changes.changes_since(position, 10)
+        assert [change.consumer for change in changes] == ["Car"]
+        assert after.last_id == changes[-1].id
+
+    def test_it_stops_watching_transactions_that_ended(self, snapshot):
+        position = snapshot_changes.feed_start()
+        ended = snapshot_changes.FeedPosition(position.last_id, (1, 2))  # long finished
+        changes, after = snapshot_changes.changes_since(ended, 10)
+        assert changes == [] and after.running == () and after.last_id == position.last_id
+        make_rules(("Car", THERMO, 1))
+        changes, after = snapshot_changes.changes_since(ended, 10)
+        assert [change.consumer for change in changes] == ["Car"]
+        assert 1 not in after.running and after.last_id > position.last_id
+
+    def test_a_failed_read_raises_as_the_orm_does(self, snapshot):
+        with pytest.raises(ProgrammingError):
+            run_prepared(b"test_missing_table", b"SELECT * FROM no_such_table", [])
+        assert Rule.objects.count() == 0  # the connection is still usable
 
 
 class EquivalenceTests:
