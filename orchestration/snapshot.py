@@ -26,6 +26,7 @@ answering do not (of two pulls that read the feed at once, the one whose read be
 decides the position). A pull racing a commit may see part of that concurrent transaction (the rules but not yet
 the instance it created), never a state older than its arrival.
 """
+import gc
 import itertools
 import logging
 import threading
@@ -57,6 +58,10 @@ MAX_INLINE_CHANGES = 200  # a pull applies at most these; more are the backgroun
 MAX_APPLIED_CHANGES = 20_000  # the background thread's; more: load everything again
 REFRESH_SECONDS = 5
 RETRY_SECONDS = 5
+# While other pulls are under way in the process, a feed read begins no sooner than this after
+# the previous one began, so that the pulls arriving meanwhile share it; a lone pull never
+# waits.
+GATHER_SECONDS = 0.002
 # A position not read for this long may have lost rows to pruning.
 TRUSTED_SECONDS = CHANGE_KEEP_SECONDS / 2
 
@@ -100,12 +105,19 @@ class PullSnapshot:
         self._data: _Data | None = None  # None: not loaded, or dropped until the next load
         self._position: FeedPosition | None = None
         self._read_at = 0.0  # monotonic time at which the applied position was read
+        self._read_began = 0.0  # monotonic time at which the last feed read began
+        self._pulls = 0  # pulls of this process in view() now
         self._tickets = itertools.count(1)  # orders this process's pulls and feed reads
         self._reading = False  # a feed read is under way
         self._read_done = threading.Condition(self._lock)
         self._wake = threading.Event()
         self._next_load = 0.0  # monotonic time before which a refused load is not retried
         self._thread: threading.Thread | None = None
+        # A web worker moves what it holds after each load out of the garbage collector's
+        # reach (gc.freeze) and collects nothing while it loads: the snapshot is millions of
+        # objects that no cycle collection frees, and each full collection walked them all,
+        # stalling the process for 0.1-0.5 s.
+        self.freeze_after_load = False
 
     # --- answering ------------------------------------------------------------------------
 
@@ -116,9 +128,19 @@ class PullSnapshot:
 
         One feed read at a time per process: a pull that arrives while one is under way waits
         for it and, unless that read began after the pull arrived, for the next one, which
-        then serves every pull that arrived before it began."""
+        then serves every pull that arrived before it began. While other pulls are under way,
+        that next read waits until GATHER_SECONDS after the previous one began."""
         limit = limit or MAX_INLINE_CHANGES
-        arrival = next(self._tickets)
+        with self._lock:
+            self._pulls += 1
+            arrival = next(self._tickets)
+        try:
+            return self._view(arrival, limit)
+        finally:
+            with self._lock:
+                self._pulls -= 1
+
+    def _view(self, arrival: int, limit: int) -> SnapshotView | None:
         while True:
             with self._lock:
                 while self._reading and self._data is not None:
@@ -128,12 +150,16 @@ class PullSnapshot:
                     return None
                 if position.ticket > arrival:
                     return SnapshotView(data)  # a read begun after this pull arrived
-                started = time.monotonic()
-                if started - self._read_at > TRUSTED_SECONDS:
+                now = time.monotonic()
+                if now - self._read_at > TRUSTED_SECONDS:
                     self._drop(data, "its feed position is too old to trust")
                     return None
                 self._reading = True
+                gather = self._read_began + GATHER_SECONDS - now if self._pulls > 1 else 0
             try:
+                if gather > 0:
+                    time.sleep(gather)  # the pulls arriving meanwhile wait for this read
+                started = self._read_began = time.monotonic()
                 changes, after = changes_since(position, limit, next(self._tickets))
             except BaseException:
                 with self._lock:
@@ -239,9 +265,18 @@ class PullSnapshot:
             return False
         ticket = next(self._tickets)
         position = feed_start(ticket)  # before the data: what commits later is in the feed
-        data = _Data(load_rules(), load_instances(), load_reservations())
+        collecting = gc.isenabled() and self.freeze_after_load
+        if collecting:  # each collection during the load would walk all it loaded so far
+            gc.disable()
+        try:
+            data = _Data(load_rules(), load_instances(), load_reservations())
+        finally:
+            if collecting:
+                gc.enable()
         with self._lock:
             self._data, self._position, self._read_at = data, position, started
+        if self.freeze_after_load:
+            gc.freeze()
         logger.info("Pull snapshot loaded: %d rules, %d instances in %.2f s", data.rule_count,
                     len(data.instances), time.monotonic() - started)
         return True
@@ -267,6 +302,8 @@ def snapshot_view() -> SnapshotView | None:
 
 
 def snapshot_start() -> None:
-    """Load the snapshot of this process in the background (a web worker at start)."""
+    """Load the snapshot of this process in the background (a web worker at start); what
+    the process holds once it is loaded is left out of garbage collections."""
     if settings.PULL_SNAPSHOT:
+        pull_snapshot.freeze_after_load = True
         pull_snapshot.start()
