@@ -2,7 +2,7 @@
 database, loaded through the API with a catalog and rules, then wrk against echo and pull from
 random consumers; prints req/s, p50 and p99 of each and the ratios against their goals.
 
-    make bench      # or: .venv/bin/python bench/pull_http.py [--seconds 15] [--connections 16]
+    make bench      # or: .venv/bin/python bench/pull_http.py [--seconds 15] [--rounds 3]
     .venv/bin/python bench/pull_http.py --scale-check   # single-connection pull, 1k vs 1M rules
     .venv/bin/python bench/pull_http.py --sqlite        # make run's embedded SQLite, 1k rules
 
@@ -14,8 +14,9 @@ MATCHMAKING answers 10 results and one with it answers 1. Default: 10 000 consum
 rules. Everything is loaded with bulk creates of MAX_BULK_SIZE (1000) entries.
 
 Each wrk run (16 connections, 2 threads) picks a random consumer per request and sends its
-identity (`Authorization: Bearer SYSTEM//Consumer<i>`). A run with non-2xx answers or socket
-errors is reported as invalid. Needs wrk and PostgreSQL (BENCH_DATABASE_URL, default
+identity (`Authorization: Bearer SYSTEM//Consumer<i>`). The throughput runs are interleaved:
+3 rounds of echo, pull and full list, 5 s each, judged on each scenario's median. A run with
+non-2xx answers or socket errors is reported as invalid. Needs wrk and PostgreSQL (BENCH_DATABASE_URL, default
 postgres://postgres@127.0.0.1:5432/serviceorchestration_pull_bench, dropped and created again
 on each run). `--profile PY_SPY` records one gunicorn worker with that py-spy executable
 during the MATCHMAKING run and prints its hottest frames. Figures: docs/performance.md.
@@ -24,6 +25,7 @@ import argparse
 import collections
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -77,7 +79,10 @@ GOALS = (
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=int, default=15, help="length of each wrk run")
+    parser.add_argument("--seconds", type=int, default=15,
+                        help="wrk time per scenario (split into --rounds runs)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="interleaved rounds of echo, pull and full list")
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--consumers", type=int, default=10_000,
                         help="consumers with 10 rules each (default 10 000: 100 000 rules)")
@@ -220,24 +225,42 @@ def measure(port: int, scratch: Path, name: str, consumers: int, seconds: int,
 
 def throughput(port: int, scratch: Path, master: int, consumers: int,
                arguments: argparse.Namespace) -> bool:
+    """ROUNDS rounds of echo, pull and full list, each run seconds / ROUNDS long: these
+    shared machines slow down for seconds at a time, and interleaving puts each scenario in
+    every such period alike. Per scenario the median of its rounds is judged."""
     check_answers(port, consumers)
-    print(f"wrk: {arguments.connections} connections, {arguments.seconds} s per run, "
-          f"{consumers} random consumers, WEB_CONCURRENCY={os.environ.get('WEB_CONCURRENCY', 2)} "
-          f"WEB_THREADS={os.environ.get('WEB_THREADS', 8)}")
-    results = {}
-    for name in SCENARIOS:
-        profiler = None
-        if name == "pull" and arguments.profile:
-            profiler = start_profile(arguments.profile, master, scratch / "profile.txt",
-                                     arguments.seconds)
-        results[name] = measure(port, scratch, name, consumers, arguments.seconds,
-                                arguments.connections)
-        if profiler:
-            profiler.wait()
-            print_profile(scratch / "profile.txt")
+    seconds = max(1, arguments.seconds // arguments.rounds)
+    print(f"wrk: {arguments.connections} connections, {arguments.rounds} rounds of {seconds} s "
+          f"per scenario, {consumers} random consumers, "
+          f"WEB_CONCURRENCY={os.environ.get('WEB_CONCURRENCY', 'default')} "
+          f"WEB_THREADS={os.environ.get('WEB_THREADS', 'default')}")
+    rounds: dict[str, list[dict]] = {name: [] for name in SCENARIOS}
+    for round_number in range(arguments.rounds):
+        for name in SCENARIOS:
+            profiler = None
+            if name == "pull" and arguments.profile and round_number == 0:
+                profiler = start_profile(arguments.profile, master, scratch / "profile.txt",
+                                         seconds)
+            rounds[name].append(measure(port, scratch, name, consumers, seconds,
+                                        arguments.connections))
+            if profiler:
+                profiler.wait()
+                print_profile(scratch / "profile.txt")
+    results = {name: median_figures(figures) for name, figures in rounds.items()}
+    for name, figures in results.items():
+        print(f"median {name:<10} {figures['requests_per_second']:8.1f} req/s   "
+              f"p50 {figures['p50_ms']:8.2f} ms   p99 {figures['p99_ms']:8.2f} ms")
     for line in goal_lines(results):
         print(line)
     return all(figures["valid"] for figures in results.values())
+
+
+def median_figures(runs: list[dict]) -> dict:
+    """Each figure's median over the runs (valid only when every run was)."""
+    figures = {field: statistics.median(run[field] for run in runs)
+               for field in ("requests_per_second", "p50_ms", "p99_ms")}
+    figures["valid"] = all(run["valid"] for run in runs)
+    return figures
 
 
 def goal_lines(results: dict) -> list[str]:

@@ -108,3 +108,12 @@ def test_profile_counts_own_and_inclusive_samples() -> None:
     assert samples == 10
     assert own["wait (psycopg/c.py:5)"] == 6 and own["pull (orchestration/pull.py:9)"] == 4
     assert total["main (a.py:1)"] == 10 and total["pull (orchestration/pull.py:9)"] == 10
+
+
+def test_rounds_are_judged_on_each_figures_median() -> None:
+    runs = [{"requests_per_second": rps, "p50_ms": p50, "p99_ms": p99, "valid": True}
+            for rps, p50, p99 in ((900.0, 9.0, 40.0), (2000.0, 4.0, 12.0), (1800.0, 5.0, 30.0))]
+    assert pull_http.median_figures(runs) == {"requests_per_second": 1800.0, "p50_ms": 5.0,
+                                              "p99_ms": 30.0, "valid": True}
+    runs[0]["valid"] = False
+    assert not pull_http.median_figures(runs)["valid"]
