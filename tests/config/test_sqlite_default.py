@@ -98,3 +98,9 @@ def test_the_sqlite_default_serves_parallel_clients_without_errors(tmp_path, mqt
     assert page["count"] == pulls and len(page["entries"]) == 5
     assert {entry["type"] for entry in page["entries"]} == {"PULL"}
     assert all(entry["createdAt"].endswith("Z") for entry in page["entries"])
+    for entry in page["entries"]:  # the rows the job writer inserted read back whole
+        assert str(uuid.UUID(entry["id"])) == entry["id"]
+        assert entry["status"] == "DONE" and entry["subscriptionId"] is None
+        assert entry["requesterSystem"] == entry["targetSystem"]
+        assert entry["requesterSystem"].startswith("Consumer")
+        assert entry["startedAt"] == entry["createdAt"] <= entry["finishedAt"]
