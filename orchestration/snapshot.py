@@ -62,6 +62,9 @@ RETRY_SECONDS = 5
 # the previous one began, so that the pulls arriving meanwhile share it; a lone pull never
 # waits.
 GATHER_SECONDS = 0.002
+# A web worker freezes its objects again (see PullSnapshot.freeze_after_load) once it has
+# applied this many changes since the last time.
+FREEZE_AFTER_CHANGES = 10_000
 # A position not read for this long may have lost rows to pruning.
 TRUSTED_SECONDS = CHANGE_KEEP_SECONDS / 2
 
@@ -113,11 +116,13 @@ class PullSnapshot:
         self._wake = threading.Event()
         self._next_load = 0.0  # monotonic time before which a refused load is not retried
         self._thread: threading.Thread | None = None
-        # A web worker moves what it holds after each load out of the garbage collector's
-        # reach (gc.freeze) and collects nothing while it loads: the snapshot is millions of
-        # objects that no cycle collection frees, and each full collection walked them all,
-        # stalling the process for 0.1-0.5 s.
+        # A web worker moves what it holds out of the garbage collector's reach (gc.freeze)
+        # after each load and after each FREEZE_AFTER_CHANGES applied changes, and collects
+        # nothing while it loads: the snapshot is millions of objects that no cycle
+        # collection frees, and each full collection walked them all, stalling the process
+        # for 0.1-0.5 s.
         self.freeze_after_load = False
+        self._unfrozen = 0  # changes applied since the last freeze
 
     # --- answering ------------------------------------------------------------------------
 
@@ -174,6 +179,9 @@ class PullSnapshot:
                 if not self._apply(changes, after, limit):
                     return None
                 self._position, self._read_at = after, started
+                self._unfrozen += len(changes)
+                if self._unfrozen >= FREEZE_AFTER_CHANGES and self.freeze_after_load:
+                    self._wake.set()  # the background thread freezes them
                 return SnapshotView(data)
 
     def _apply(self, changes: list[Change], after: FeedPosition | None, limit: int) -> bool:
@@ -243,6 +251,8 @@ class PullSnapshot:
                     # Keeps the position fresh while no pull comes, and applies what the pulls
                     # left: too many changes for one of them.
                     self.view(limit=MAX_APPLIED_CHANGES)
+                    if self._unfrozen >= FREEZE_AFTER_CHANGES and self.freeze_after_load:
+                        self._freeze()
             except Exception:  # the database may be away; pulls query it meanwhile
                 logger.warning("Pull snapshot not refreshed; retrying in %s s", RETRY_SECONDS,
                                exc_info=True)
@@ -252,6 +262,10 @@ class PullSnapshot:
             if self._data is not None or time.monotonic() < self._next_load:
                 self._wake.wait(REFRESH_SECONDS)
             self._wake.clear()
+
+    def _freeze(self) -> None:
+        self._unfrozen = 0
+        _freeze_objects()
 
     def load(self) -> bool:
         """Load everything (the background thread; tests). False when there are more rules
@@ -276,10 +290,17 @@ class PullSnapshot:
         with self._lock:
             self._data, self._position, self._read_at = data, position, started
         if self.freeze_after_load:
-            gc.freeze()
+            self._freeze()
         logger.info("Pull snapshot loaded: %d rules, %d instances in %.2f s", data.rule_count,
                     len(data.instances), time.monotonic() - started)
         return True
+
+
+def _freeze_objects() -> None:
+    """Young cyclic garbage is collected first (what requests left), so that little of it is
+    frozen for good; the rest of the process's objects leave the collector's reach."""
+    gc.collect(1)
+    gc.freeze()
 
 
 def _replace(records: dict, key: str, record: object | None) -> None:

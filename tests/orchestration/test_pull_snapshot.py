@@ -3,6 +3,7 @@ memory, and every change committed before a pull, by any write path and any conn
 in its answer. These tests commit (transactional database); the process's snapshot is loaded
 at the start of each."""
 import datetime as dt
+import gc
 import random
 import threading
 import time
@@ -300,6 +301,26 @@ class FeedTests:
         with pytest.raises(ProgrammingError):
             run_prepared(b"test_missing_table", b"SELECT * FROM no_such_table", [])
         assert Rule.objects.count() == 0  # the connection is still usable
+
+
+class FreezingTests:
+    def test_a_web_worker_freezes_what_it_loaded_and_what_it_applied(self, api, snapshot,
+                                                                     monkeypatch):
+        monkeypatch.setattr(snapshot, "freeze_after_load", True)
+        monkeypatch.setattr(snapshot_module, "FREEZE_AFTER_CHANGES", 2)
+        try:
+            gc.unfreeze()
+            assert snapshot.load()
+            assert gc.isenabled() and gc.get_freeze_count() > 0
+            gc.unfreeze()
+            make_rules(*[(f"Car{n}", THERMO, 1) for n in range(3)])
+            assert pulled(api, "Car2")[0] == [THERMO]  # applies 3 changes, wakes the thread
+            deadline = time.monotonic() + 10
+            while not gc.get_freeze_count() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert gc.get_freeze_count() > 0
+        finally:
+            gc.unfreeze()  # the test process keeps collecting everything
 
 
 class EquivalenceTests:
