@@ -1,6 +1,7 @@
 """The real production server (gunicorn, `config.gunicorn`) in a subprocess on loopback,
 working on the test database, for tests that need real TLS handshakes."""
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -34,7 +35,8 @@ def gunicorn_process(env: dict[str, str | None],
     with log_path.open("w") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "--config", "python:config.gunicorn",
-             "config.wsgi"], cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT)
+             "config.wsgi"], cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True)
         try:
             _wait_until_listening(process, port, log_path)
             yield process, port
@@ -43,7 +45,14 @@ def gunicorn_process(env: dict[str, str | None],
             try:
                 process.wait(timeout=20)
             except subprocess.TimeoutExpired:
-                process.kill()
+                pass
+            # Workers still finishing (a client held a connection past the wait) would write
+            # to the test database while the next test empties it: none outlives the test.
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
 
 
 def _wait_until_listening(process: subprocess.Popen, port: int, log_path: Path) -> None:
