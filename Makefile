@@ -66,3 +66,4 @@ bench: $(VENV)/.installed
 	$(PY) bench/pull_http.py
 	$(PY) bench/pull_http.py --sqlite
 	$(PY) bench/pull_http.py --scale-check
+	$(PY) bench/push_fanout.py

@@ -1,23 +1,13 @@
 """bench/pull_http.py keeps working as the service changes: its wrk-output parser, its wrk Lua
 scripts and its data, on fixed inputs (nothing is run or timed here)."""
-import importlib.util
 import json
 import re
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+from tests.bench_modules import load_bench
 
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-pull_http = _load("pull_http")
+pull_http = load_bench("pull_http")
 
 WRK_OUTPUT = """Running 15s test @ http://127.0.0.1:40123/serviceorchestration/orchestration/pull
   2 threads and 16 connections
