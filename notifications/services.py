@@ -9,7 +9,8 @@ admin can act on the same row without locks and without sending twice per claim.
 import logging
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -37,42 +38,62 @@ MISSING = "MISSING"
 SWEEP_BATCH = 1000
 
 
-@transaction.atomic
+@dataclass(frozen=True)
+class Notification:
+    """What to queue for one subscriber: `payload` over the subscription's notify interface;
+    `receiver` names the consumer it is for, for people reading the outbox."""
+
+    subscription_id: uuid.UUID
+    protocol: str
+    properties: dict[str, Any]
+    payload: Any
+    expires_at: datetime | None
+    receiver: str = ""
+
+
 def delivery_create(*, subscription_id: uuid.UUID, protocol: str, properties: dict[str, Any],
                     payload: Any, expires_at: datetime | None,
                     receiver: str = "") -> NotificationDelivery:
-    """Queue `payload` for the subscriber. Call it inside the transaction of the change that
-    caused it: the row commits (or rolls back) with that change, and the send task is only
-    enqueued after the commit, so a worker never looks for a row that is not there yet.
+    """Queue `payload` for the subscriber (see deliveries_create)."""
+    return deliveries_create([Notification(subscription_id, protocol, properties, payload,
+                                           expires_at, receiver)])[0]
 
-    Older PENDING deliveries of the subscription are cancelled: a subscriber wants the
-    newest result, and rapid changes then cost one push. `receiver` names the consumer the
-    notification is for, for people reading the outbox."""
-    protocol = protocol.upper()
-    if protocol not in NotificationDelivery.Protocol.values:
-        raise ValueError(f"Unsupported notify protocol: {protocol}")
-    properties = {str(key).lower(): value for key, value in properties.items()}
+
+@transaction.atomic
+def deliveries_create(notifications: Sequence[Notification]) -> list[NotificationDelivery]:
+    """Queue the notifications, one statement for the rows whatever their number. Call it
+    inside the transaction of the change that caused them: the rows commit (or roll back)
+    with that change, and the send tasks are only enqueued after the commit, so a worker
+    never looks for a row that is not there yet.
+
+    Older PENDING deliveries of the subscriptions are cancelled: a subscriber wants the
+    newest result, and rapid changes then cost one push. At most one notification per
+    subscription."""
     now = timezone.now()
-    _supersede_pending(subscription_id=subscription_id, now=now)
-    delivery = NotificationDelivery.objects.create(
-        subscription_id=subscription_id,
-        receiver=receiver,
-        protocol=protocol,
-        properties=properties,
-        destination=transports.http_destination(protocol, properties),
-        payload=payload,
-        expires_at=expires_at,
-        next_attempt_at=now,
-        created_at=now,
-        updated_at=now,
-    )
-    transaction.on_commit(partial(delivery_enqueue, delivery_id=delivery.id, protocol=protocol))
-    return delivery
+    deliveries = []
+    for notification in notifications:
+        protocol = notification.protocol.upper()
+        if protocol not in NotificationDelivery.Protocol.values:
+            raise ValueError(f"Unsupported notify protocol: {protocol}")
+        properties = {str(key).lower(): value
+                      for key, value in notification.properties.items()}
+        deliveries.append(NotificationDelivery(
+            id=uuid.uuid4(), subscription_id=notification.subscription_id,
+            receiver=notification.receiver, protocol=protocol, properties=properties,
+            destination=transports.http_destination(protocol, properties),
+            payload=notification.payload, expires_at=notification.expires_at,
+            next_attempt_at=now, created_at=now, updated_at=now))
+    _supersede_pending(subscription_ids=[d.subscription_id for d in deliveries], now=now)
+    NotificationDelivery.objects.bulk_create(deliveries)
+    for delivery in deliveries:
+        transaction.on_commit(partial(delivery_enqueue, delivery_id=delivery.id,
+                                      protocol=delivery.protocol))
+    return deliveries
 
 
-def _supersede_pending(*, subscription_id: uuid.UUID, now: datetime) -> int:
+def _supersede_pending(*, subscription_ids: list[uuid.UUID], now: datetime) -> int:
     return NotificationDelivery.objects.filter(
-        subscription_id=subscription_id, status=Status.PENDING
+        subscription_id__in=subscription_ids, status=Status.PENDING
     ).update(status=Status.CANCELLED, last_error=SUPERSEDED, updated_at=now)
 
 

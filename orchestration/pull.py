@@ -339,7 +339,18 @@ def orchestrate(*, consumer: str, request: OrchestrationRequest, now: dt.datetim
     candidates = _exclusivity_and_matchmaking(candidates, run)
     tokens = _tokens(candidates, run)
     warnings = _java_warnings(candidates, run, qos=max_latency is not None) + run.warnings
-    return OrchestrationResult([_entry(c, tokens.get(id(c))) for c in candidates], warnings)
+    return OrchestrationResult([_entry(c, tokens.get(id(c))) for c in candidates], warnings,
+                               commit_differs=not commit and _commit_differs(candidates, run))
+
+
+def _commit_differs(candidates: list[Candidate], run: _Run) -> bool:
+    """Whether committing this preview would change it: a reservation or a token."""
+    if run.request.exclusivity_duration is not None:
+        return True
+    issuable = (ca_tokens.is_requestable if settings.AUTHORIZATION_TOKENS ==
+                "consumer-authorization" else is_issuable)
+    return any(issuable(interface["policy"]) for candidate in candidates
+               for interface in candidate.interfaces or ())
 
 
 def orchestration_pull(*, requester: str, request: OrchestrationRequest) -> OrchestrationResult:

@@ -26,6 +26,7 @@ answering do not (of two pulls that read the feed at once, the one whose read be
 decides the position). A pull racing a commit may see part of that concurrent transaction (the rules but not yet
 the instance it created), never a state older than its arrival.
 """
+import contextlib
 import gc
 import itertools
 import logging
@@ -313,10 +314,27 @@ def _replace(records: dict, key: str, record: object | None) -> None:
 pull_snapshot = PullSnapshot()  # this process's
 
 
+_transaction_reads = threading.local()
+
+
+@contextlib.contextmanager
+def snapshot_in_transaction(allowed: bool = True):
+    """Within the block, orchestrations inside a transaction may read the snapshot: the
+    caller's transaction has written nothing the snapshot holds (rules, instances,
+    reservations), so the snapshot's committed state is what the transaction would read."""
+    before = getattr(_transaction_reads, "allowed", False)
+    _transaction_reads.allowed = allowed
+    try:
+        yield
+    finally:
+        _transaction_reads.allowed = before
+
+
 def snapshot_view() -> SnapshotView | None:
     """The snapshot for a pull, or None when the pull must query the database."""
-    if (not settings.PULL_SNAPSHOT or connection.in_atomic_block
-            or connection.vendor not in ("postgresql", "sqlite")):
+    if (not settings.PULL_SNAPSHOT or connection.vendor not in ("postgresql", "sqlite")
+            or (connection.in_atomic_block
+                and not getattr(_transaction_reads, "allowed", False))):
         return None
     pull_snapshot.start()
     return pull_snapshot.view()

@@ -24,11 +24,17 @@ from rest_framework.utils.encoders import JSONEncoder
 from config.advisory_locks import advisory_locks
 from config.exceptions import ExternalServerError, Forbidden, InvalidParameter
 from config.transaction_retry import retry_on_conflict
-from notifications.services import deliveries_cancel, delivery_create
+from notifications.services import (
+    Notification,
+    deliveries_cancel,
+    deliveries_create,
+    delivery_create,
+)
 from orchestration.models import OrchestrationJob
 from orchestration.pull import orchestrate, orchestrate_recorded
 from orchestration.requests import parse_orchestration_request
 from orchestration.response_data import orchestration_response_data
+from orchestration.snapshot import snapshot_in_transaction
 from orchestration.types import OrchestrationResult
 from serviceregistry.client import ServiceRegistryUnavailable
 from serviceregistry.polling import instances_refresh
@@ -40,6 +46,8 @@ logger = logging.getLogger(__name__)
 
 # How many outbox rows one processing round takes (the rest wait for the next round).
 CHANGE_BATCH = 500
+# How many flagged subscriptions one transaction evaluates.
+EVALUATION_BATCH = 500
 
 
 def _expiry(duration: int | None, now: dt.datetime) -> dt.datetime | None:
@@ -267,13 +275,15 @@ def _changes_flag() -> None:
 
 
 def subscriptions_evaluate_flagged() -> int:
-    """Evaluate the flagged subscriptions. With a ServiceRegistry, the instances behind them
-    are looked up again first (one call), so the evaluations read what it holds now. When the
-    ServiceRegistry fails, the round ends there: the rest would wait for it too, and all stay
-    flagged for the next round."""
+    """Evaluate the flagged subscriptions, EVALUATION_BATCH at a time (_evaluate_batch); the
+    ones a batch leaves (a preview that committing would change: reservations, tokens; or
+    one that failed) are evaluated one by one, each in its own transaction. With a
+    ServiceRegistry, the instances behind them are looked up again first (one call), so the
+    evaluations read what it holds now. When the ServiceRegistry fails, the round ends
+    there: the rest would wait for it too, and all stay flagged for the next round."""
     pushed = 0
-    flagged = list(Subscription.objects.filter(needs_evaluation=True).values_list("id",
-                                                                                  "target"))
+    flagged = list(Subscription.objects.filter(needs_evaluation=True).order_by("pk")
+                   .values_list("id", "target"))
     try:
         if flagged and settings.SERVICE_REGISTRY_URL:
             instances_refresh({target for _, target in flagged})
@@ -281,20 +291,103 @@ def subscriptions_evaluate_flagged() -> int:
         logger.warning("Evaluating subscriptions needs the ServiceRegistry, which failed "
                        "(retried next round): %s", error.message)
         return 0
-    for subscription_id, _ in flagged:
-        try:
-            pushed += subscription_evaluate(subscription_id=subscription_id)
-        except ServiceRegistryUnavailable as error:
-            logger.warning("Evaluating subscription %s needs the ServiceRegistry, which failed "
-                           "(retried next round): %s", subscription_id, error.message)
-            break
-        except ExternalServerError as error:
-            # Another system the push needs (ConsumerAuthorization's tokens): the push is
-            # rolled back and the subscription stays flagged; the others may not need it.
-            logger.warning("Pushing subscription %s failed (retried next round): %s",
-                           subscription_id, error.message)
-        except Exception:
-            # One broken subscription must not stop the others; it stays flagged for the next
-            # round (the error is in the log and in the job history).
-            logger.exception("Evaluating subscription %s failed", subscription_id)
+    ids = [subscription_id for subscription_id, _ in flagged]
+    for start in range(0, len(ids), EVALUATION_BATCH):
+        batch_pushed, one_by_one = _evaluate_batch(ids[start:start + EVALUATION_BATCH])
+        pushed += batch_pushed
+        for subscription_id in one_by_one:
+            outcome = _evaluate_one(subscription_id)
+            if outcome is None:
+                return pushed
+            pushed += outcome
     return pushed
+
+
+def _evaluate_one(subscription_id: uuid.UUID) -> int | None:
+    """subscription_evaluate, with one failing subscription not stopping the others; None
+    when the ServiceRegistry failed (the round ends)."""
+    try:
+        return int(subscription_evaluate(subscription_id=subscription_id))
+    except ServiceRegistryUnavailable as error:
+        logger.warning("Evaluating subscription %s needs the ServiceRegistry, which failed "
+                       "(retried next round): %s", subscription_id, error.message)
+        return None
+    except ExternalServerError as error:
+        # Another system the push needs (ConsumerAuthorization's tokens): the push is
+        # rolled back and the subscription stays flagged; the others may not need it.
+        logger.warning("Pushing subscription %s failed (retried next round): %s",
+                       subscription_id, error.message)
+    except Exception:
+        # One broken subscription must not stop the others; it stays flagged for the next
+        # round (the error is in the log and in the job history).
+        logger.exception("Evaluating subscription %s failed", subscription_id)
+    return 0
+
+
+@retry_on_conflict
+def _evaluate_batch(ids: Sequence[uuid.UUID]) -> tuple[int, list[uuid.UUID]]:
+    """Evaluate the flagged ones of `ids` in one transaction, with a few statements for all
+    of them: lock them (a row another round holds is left to it), preview each, and for the
+    results that changed write the PUSH jobs, the notifications and what was pushed in bulk.
+    A preview whose committed run would differ (reservations, tokens) or that failed is not
+    pushed here: its id is returned, for subscription_evaluate. Returns (pushes queued, those
+    ids).
+
+    Outside a caller's transaction the previews read the pull snapshot: this transaction
+    has written nothing it holds when they run, and it has locked the subscriptions first,
+    so a change flagged after the previews waits for the commit and flags them again."""
+    now = timezone.now()
+    from_snapshot = not transaction.get_connection().in_atomic_block
+    one_by_one, changed, unchanged = [], [], []
+    with transaction.atomic():
+        subscriptions = list(Subscription.objects.select_for_update(skip_locked=True)
+                             .filter(id__in=list(ids), needs_evaluation=True).order_by("pk"))
+        with snapshot_in_transaction(from_snapshot):
+            for subscription in subscriptions:
+                if subscription.expires_at is not None and subscription.expires_at <= now:
+                    continue  # never notified; removed by the expiry task
+                try:
+                    preview = orchestrate(consumer=subscription.target, request=
+                                          parse_orchestration_request(
+                                              subscription.orchestration_request),
+                                          now=now, commit=False)
+                except Exception:  # noqa: BLE001 - evaluated alone, with its own handling
+                    one_by_one.append(subscription.id)
+                    continue
+                if preview.commit_differs:
+                    one_by_one.append(subscription.id)
+                elif fingerprint(preview) == subscription.last_fingerprint:
+                    unchanged.append(subscription.pk)
+                else:
+                    changed.append((subscription, preview))
+        Subscription.objects.filter(pk__in=unchanged).update(needs_evaluation=False)
+        if changed:
+            _push_all(changed, now=now)
+    return len(changed), one_by_one
+
+
+def _push_all(pushes: list[tuple[Subscription, OrchestrationResult]], *,
+              now: dt.datetime) -> None:
+    """subscription_push for results that committing would not change (the preview is the
+    result): the jobs, the notifications and the subscriptions written in bulk."""
+    finished = timezone.now()
+    OrchestrationJob.objects.bulk_create([
+        OrchestrationJob(type=OrchestrationJob.Type.PUSH, status=OrchestrationJob.Status.DONE,
+                         requester=subscription.owner, target=subscription.target,
+                         service_definition=subscription.service_definition,
+                         subscription_id=subscription.id, result_count=len(result.results),
+                         message=f"{len(result.results)} local result(s)", created_at=now,
+                         started_at=now, finished_at=finished)
+        for subscription, result in pushes])
+    deliveries_create([
+        Notification(subscription.id, subscription.notify_protocol,
+                     subscription.notify_properties, _message(subscription, result),
+                     subscription.expires_at, subscription.target)
+        for subscription, result in pushes])
+    for subscription, result in pushes:
+        subscription.last_fingerprint = fingerprint(result)
+        subscription.last_pushed_at = now
+        subscription.needs_evaluation = False
+    Subscription.objects.bulk_update(
+        [subscription for subscription, _ in pushes],
+        ["last_fingerprint", "last_pushed_at", "needs_evaluation"], batch_size=EVALUATION_BATCH)

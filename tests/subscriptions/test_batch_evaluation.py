@@ -1,0 +1,126 @@
+"""Flagged subscriptions are evaluated in batches (subscriptions/services.py
+_evaluate_batch): a change that concerns many subscriptions costs a few statements, not a
+transaction per subscription, and pushes exactly what evaluating them one by one would. These
+tests commit, so that the previews read the pull snapshot as in production."""
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from notifications import services as notification_services
+from notifications.models import NotificationDelivery
+from orchestration.models import OrchestrationJob, OrchestrationLock
+from orchestration.snapshot import pull_snapshot
+from store.models import CatalogChange
+from subscriptions.models import Subscription
+from subscriptions import services
+from subscriptions.services import changes_process
+from tests.store.helpers import instance_body, make_instances, make_rules
+from tests.subscriptions.helpers import mqtt_notify, subscribe, subscription_body
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SHARED = "Shared|temperatureInfo|1.0.0"
+
+
+@pytest.fixture
+def subscribers(api, settings):
+    """Consumers Car0..Car<n-1>, each subscribed to its rule to the shared instance, with
+    the initial result already pushed."""
+    settings.PULL_SNAPSHOT = True
+
+    def make(count: int) -> list[Subscription]:
+        make_instances(instance_body("Shared", metadata={"v": 1}))
+        make_rules(*[(f"Car{n}", SHARED, 1) for n in range(count)])
+        for n in range(count):
+            answer = subscribe(api, subscription_body(notify=mqtt_notify(f"t/{n}")),
+                               consumer=f"Car{n}", query="?trigger=true")
+            assert answer.status_code in (200, 201), answer.content
+        CatalogChange.objects.all().delete()  # the setup's own changes
+        NotificationDelivery.objects.all().delete()
+        pull_snapshot.load()
+        return list(Subscription.objects.order_by("target"))
+
+    return make
+
+
+def _metadata_pushed() -> dict[str, dict]:
+    return {delivery.receiver: delivery.payload["payload"]["results"][0]["metadata"]
+            for delivery in NotificationDelivery.objects.all()}
+
+
+class BatchEvaluationTests:
+    def test_one_change_for_many_subscriptions_costs_the_same_few_statements(
+            self, subscribers, monkeypatch):
+        subscribers(30)
+        sent = []  # the sends are counted apart: evaluation's statements are measured here
+        monkeypatch.setattr(notification_services, "delivery_enqueue",
+                            lambda **kwargs: sent.append(kwargs["delivery_id"]))
+        make_instances(instance_body("Shared", metadata={"v": 2}))
+        with CaptureQueriesContext(connection) as many:
+            assert changes_process() == 30
+        assert len(sent) == 30
+        assert _metadata_pushed() == {f"Car{n}": {"v": 2} for n in range(30)}
+        assert OrchestrationJob.objects.filter(type="PUSH", status="DONE",
+                                               result_count=1).count() == 30 * 2
+        assert not Subscription.objects.filter(needs_evaluation=True).exists()
+
+        make_instances(instance_body("Shared", metadata={"v": 3}))
+        Subscription.objects.filter(target__in=["Car0", "Car1"]).update(
+            last_fingerprint="")  # two of them would have pushed anyway
+        with CaptureQueriesContext(connection) as again:
+            assert changes_process() == 30
+        # The same statements whatever the number of subscriptions (none per subscription).
+        assert len(many.captured_queries) < 25
+        assert len(again.captured_queries) == len(many.captured_queries)
+
+    def test_an_unchanged_result_is_not_pushed_again(self, subscribers):
+        subscribers(5)
+        make_rules(("Car0", "Other|pressureInfo|1.0.0", 1))  # not in Car0's result
+        assert changes_process() == 0
+        assert not NotificationDelivery.objects.exists()
+        assert not Subscription.objects.filter(needs_evaluation=True).exists()
+
+    def test_a_subscription_that_reserves_is_pushed_by_itself(self, subscribers, api):
+        subscribers(3)
+        exclusive = subscription_body(notify=mqtt_notify("t/exclusive"))
+        exclusive["orchestrationRequest"]["exclusivityDuration"] = 60
+        assert subscribe(api, exclusive, consumer="Car1").status_code == 200
+        CatalogChange.objects.all().delete()
+        make_instances(instance_body("Shared", metadata={"v": 2, "allowExclusivity": 120}))
+        assert changes_process() == 3
+        pushed = {d.receiver: d.payload["payload"]["results"]
+                  for d in NotificationDelivery.objects.all()}
+        assert pushed["Car1"][0]["exclusiveUntil"]  # reserved for it, for real
+        assert OrchestrationLock.objects.get().owner == "Car1"
+        # Evaluated after the reservation committed or before it: never offered to the
+        # others as theirs; they got what one-by-one evaluation would give them.
+        assert all(entry.get("exclusiveUntil") is None
+                   for receiver in ("Car0", "Car2") for entry in pushed[receiver])
+
+    def test_a_subscription_another_round_holds_is_left_to_it(self, subscribers):
+        subscriptions = subscribers(3)
+        make_instances(instance_body("Shared", metadata={"v": 2}))
+        held = subscriptions[0]
+        import threading
+        locked, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            from django.db import transaction
+            with transaction.atomic():
+                Subscription.objects.select_for_update().get(pk=held.pk)
+                locked.set()
+                release.wait(10)
+            connection.close()
+
+        services._changes_flag()  # all three flagged
+        holder = threading.Thread(target=hold)
+        holder.start()
+        assert locked.wait(10)
+        try:
+            assert services.subscriptions_evaluate_flagged() == 2  # the held one: flagged
+        finally:
+            release.set()
+            holder.join()
+        assert Subscription.objects.get(pk=held.pk).needs_evaluation
+        assert changes_process() == 1
+        assert _metadata_pushed() == {f"Car{n}": {"v": 2} for n in range(3)}
