@@ -6,6 +6,7 @@ can help. Nothing here touches the database.
 """
 import http.client
 import json
+import os
 import threading
 import time
 import urllib.error
@@ -82,13 +83,57 @@ def broker_address(url: str) -> BrokerAddress:
 
 def mqtt_publish(*, topic: Any, payload: Any) -> None:
     """Publish once on the configured broker with MQTT_QOS, not retained, and return when the
-    broker has it (PUBACK/PUBCOMP for QoS >= 1). One short connection per message with a
-    clean session: workers keep no broker state that a restart could lose or duplicate.
-    MQTT_TIMEOUT_SECONDS bounds the whole exchange."""
+    broker has it (PUBACK/PUBCOMP for QoS >= 1). Each process keeps one connection to the
+    broker (clean session: no broker state that a restart could lose or duplicate), opened
+    at its first publish and shared by its threads; a failed publish closes it, and the next
+    one connects again. MQTT_TIMEOUT_SECONDS bounds the whole exchange, connecting
+    included."""
     if not isinstance(topic, str) or not topic:
         raise TransportError("MQTT notify interface has no topic", transient=False)
     broker = broker_address(settings.MQTT_BROKER_URL)
     deadline = time.monotonic() + settings.MQTT_TIMEOUT_SECONDS
+    client = _publisher.client(broker, deadline)
+    try:
+        _publish_and_wait(client, topic, payload, deadline)
+    except TransportError as exc:
+        if exc.transient:
+            _publisher.close(client)  # connection lost or stuck: the next publish reconnects
+        raise
+
+
+class _Publisher:
+    """This process's broker connection (a forked child opens its own)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._client: Client | None = None
+        self._key: tuple | None = None
+
+    def client(self, broker: BrokerAddress, deadline: float) -> Client:
+        key = (os.getpid(), broker, settings.SYSTEM_NAME)
+        with self._lock:
+            client = self._client
+            if client is not None and (self._key != key or not client.is_connected()):
+                self._close_locked()
+                client = None
+            if client is None:
+                client = _connect(broker, deadline)
+                self._client, self._key = client, key
+            return client
+
+    def close(self, client: Client) -> None:
+        with self._lock:
+            if self._client is client:
+                self._close_locked()
+
+    def _close_locked(self) -> None:
+        client, self._client, self._key = self._client, None, None
+        if client is not None:
+            client.disconnect()
+            client.loop_stop()
+
+
+def _connect(broker: BrokerAddress, deadline: float) -> Client:
     client = _mqtt_client(broker)
     connected = _MqttConnection(client)
     try:
@@ -101,10 +146,14 @@ def mqtt_publish(*, topic: Any, payload: Any) -> None:
     client.loop_start()
     try:
         connected.wait(deadline, broker)
-        _publish_and_wait(client, topic, payload, deadline)
-    finally:
+    except TransportError:
         client.disconnect()
         client.loop_stop()
+        raise
+    return client
+
+
+_publisher = _Publisher()
 
 
 def _mqtt_client(broker: BrokerAddress) -> Client:

@@ -1,7 +1,10 @@
 """The outbound adapters against a real Mosquitto and a real local HTTP server (no database)."""
 import json
+import time
 
 import pytest
+
+from notifications import transports
 
 from notifications.transports import TransportError, broker_address, http_url, send
 from tests.endpoints import BODY, free_port
@@ -36,6 +39,38 @@ class MqttTransportTests:
         with pytest.raises(TransportError, match="Invalid MQTT topic") as error:
             send("MQTT", {"topic": "test/#"}, BODY)
         assert not error.value.transient
+
+    def test_the_process_keeps_one_connection_for_its_publishes(self, mqtt_receiver):
+        send("MQTT", {"topic": mqtt_receiver.topic}, BODY)
+        first = transports._publisher._client
+        send("MQTT", {"topic": mqtt_receiver.topic}, {"second": True})
+        assert transports._publisher._client is first and first.is_connected()
+        assert [json.loads(mqtt_receiver.get().payload) for _ in range(2)] == [
+            BODY, {"second": True}]
+
+    def test_a_lost_connection_is_opened_again_at_the_next_publish(self, mqtt_receiver):
+        send("MQTT", {"topic": mqtt_receiver.topic}, BODY)
+        lost = transports._publisher._client
+        lost.socket().close()  # the broker or the network dropped it
+        deadline = time.monotonic() + 10
+        while lost.is_connected() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        send("MQTT", {"topic": mqtt_receiver.topic}, {"after": "reconnect"})
+        assert transports._publisher._client is not lost
+        assert [json.loads(mqtt_receiver.get().payload) for _ in range(2)] == [
+            BODY, {"after": "reconnect"}]
+
+    def test_another_broker_url_gets_its_own_connection(self, settings, mqtt_receiver):
+        send("MQTT", {"topic": mqtt_receiver.topic}, BODY)
+        working = settings.MQTT_BROKER_URL
+        settings.MQTT_BROKER_URL = f"mqtt://127.0.0.1:{free_port()}"
+        with pytest.raises(TransportError) as error:
+            send("MQTT", {"topic": mqtt_receiver.topic}, BODY)
+        assert error.value.transient and transports._publisher._client is None
+        settings.MQTT_BROKER_URL = working
+        send("MQTT", {"topic": mqtt_receiver.topic}, {"back": True})
+        assert [json.loads(mqtt_receiver.get().payload) for _ in range(2)] == [
+            BODY, {"back": True}]
 
     def test_it_reads_credentials_and_tls_from_the_broker_url(self):
         broker = broker_address("mqtts://user%40x:p%3Ass@broker.example:8884")
