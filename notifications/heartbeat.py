@@ -22,13 +22,16 @@ logger = logging.getLogger(__name__)
 
 class ClaimHeartbeat:
     """`with ClaimHeartbeat(delivery_id, claimed_at): send()` renews the claim taken at
-    `claimed_at` (its fencing token) from a background thread until the block ends."""
+    `claimed_at` (its fencing token) from a background thread until the block ends; a list
+    of ids renews the claims of a batch taken at that time."""
 
-    def __init__(self, delivery_id: UUID, claimed_at: object) -> None:
-        self._delivery_id = delivery_id
+    def __init__(self, delivery_id: UUID | list[UUID], claimed_at: object) -> None:
+        self._delivery_ids = delivery_id if isinstance(delivery_id, list) else [delivery_id]
+        self._label = self._delivery_ids[0] if len(self._delivery_ids) == 1 else \
+            f"{len(self._delivery_ids)} deliveries"
         self._claimed_at = claimed_at
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"heartbeat-{delivery_id}",
+        self._thread = threading.Thread(target=self._run, name=f"heartbeat-{self._label}",
                                         daemon=True)
 
     def __enter__(self) -> "ClaimHeartbeat":
@@ -45,13 +48,13 @@ class ClaimHeartbeat:
         try:
             while not self._stop.wait(interval):
                 renewed = NotificationDelivery.objects.filter(
-                    id=self._delivery_id, status=NotificationDelivery.Status.SENDING,
+                    id__in=self._delivery_ids, status=NotificationDelivery.Status.SENDING,
                     claimed_at=self._claimed_at,
                 ).update(heartbeat_at=timezone.now())
                 if not renewed:  # cancelled, or (after a stall) taken over: nothing to keep
                     return
         except Exception:  # noqa: BLE001 - the send goes on; at worst it is sent twice
             logger.warning("Could not renew the claim of notification delivery %s",
-                           self._delivery_id, exc_info=True)
+                           self._label, exc_info=True)
         finally:
             connection.close()  # this thread's own connection

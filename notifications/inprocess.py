@@ -43,6 +43,37 @@ def in_process_submit(delivery_id: uuid.UUID, *, http: bool) -> None:
                     "down; the sweeper sends it", delivery_id)
 
 
+def in_process_submit_batch(delivery_ids: list[uuid.UUID]) -> None:
+    """Send MQTT deliveries together soon on the MQTT pool (those already waiting or being
+    sent in this process are left out)."""
+    with _lock:
+        batch = [delivery_id for delivery_id in delivery_ids if delivery_id not in _queued]
+        _queued.update(batch)
+        pool = _pool("mqtt")
+    if not batch:
+        return
+    try:
+        pool.submit(_send_batch, batch)
+    except RuntimeError:
+        with _lock:
+            _queued.difference_update(batch)
+        logger.info("Not sending %d notification deliveries here: this process is shutting "
+                    "down; the sweeper sends them", len(batch))
+
+
+def _send_batch(delivery_ids: list[uuid.UUID]) -> None:
+    from notifications.batch_sending import deliveries_send
+
+    try:
+        deliveries_send(delivery_ids)
+    except Exception:  # noqa: BLE001 - the rows stay due; the sweeper offers them again
+        logger.exception("Sending %d notification deliveries failed", len(delivery_ids))
+    finally:
+        with _lock:
+            _queued.difference_update(delivery_ids)
+        connection.close()  # this pool thread's own connection
+
+
 def _pool(transport: str) -> ThreadPoolExecutor:
     if transport not in _pools:
         threads = settings.NOTIFY_HTTP_CONCURRENCY if transport == "http" else MQTT_THREADS

@@ -36,6 +36,8 @@ LEASE_EXPIRED = "Attempt interrupted: its worker stopped renewing the sending le
 MISSING = "MISSING"
 # At most this many due rows are read per sweep; the time budget usually ends it sooner.
 SWEEP_BATCH = 1000
+# MQTT deliveries created together are sent by one task per this many.
+DELIVERY_BATCH = 100
 
 
 @dataclass(frozen=True)
@@ -85,10 +87,35 @@ def deliveries_create(notifications: Sequence[Notification]) -> list[Notificatio
             next_attempt_at=now, created_at=now, updated_at=now))
     _supersede_pending(subscription_ids=[d.subscription_id for d in deliveries], now=now)
     NotificationDelivery.objects.bulk_create(deliveries)
+    mqtt = [delivery.id for delivery in deliveries if not is_http(delivery.protocol)]
+    for start in range(0, len(mqtt), DELIVERY_BATCH):  # a send task per batch
+        transaction.on_commit(partial(deliveries_enqueue,
+                                      delivery_ids=mqtt[start:start + DELIVERY_BATCH]))
     for delivery in deliveries:
-        transaction.on_commit(partial(delivery_enqueue, delivery_id=delivery.id,
-                                      protocol=delivery.protocol))
+        if is_http(delivery.protocol):  # each destination admits its sends one by one
+            transaction.on_commit(partial(delivery_enqueue, delivery_id=delivery.id,
+                                          protocol=delivery.protocol))
     return deliveries
+
+
+def deliveries_enqueue(*, delivery_ids: list[uuid.UUID]) -> bool:
+    """Hand MQTT deliveries to one send task (notifications/batch_sending.py), or without a
+    broker to this process's MQTT pool. Never raises: the rows are committed, and the
+    sweeper sends what could not be handed over. Returns whether they were."""
+    from notifications.inprocess import in_process_submit_batch
+    from notifications.tasks import deliver_batch_task, delivery_queue
+
+    try:
+        if settings.CELERY_TASK_ALWAYS_EAGER:
+            in_process_submit_batch(delivery_ids)
+        else:
+            deliver_batch_task.apply_async(args=[[str(i) for i in delivery_ids]],
+                                           queue=delivery_queue("MQTT"))
+    except Exception:  # noqa: BLE001 - broker down, or an eager run raising
+        logger.warning("Could not enqueue %d notification deliveries; the sweeper will send "
+                       "them", len(delivery_ids), exc_info=True)
+        return False
+    return True
 
 
 def _supersede_pending(*, subscription_ids: list[uuid.UUID], now: datetime) -> int:

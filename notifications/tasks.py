@@ -33,6 +33,24 @@ def deliver_task(self: Task, delivery_id: str, protocol: str = "") -> str:
     return status
 
 
+@shared_task(name="notifications.deliver_batch", bind=True, acks_late=True,
+             reject_on_worker_lost=True)
+def deliver_batch_task(self: Task, delivery_ids: list[str]) -> dict[str, str]:
+    """Send MQTT deliveries together (enqueued after the commit that created them; see
+    notifications/batch_sending.py). Acknowledged only after it ran, and requeued if the
+    worker dies: each row is claimed, so a duplicate run sends nothing twice per claim.
+    Deliveries still PENDING afterwards schedule their next attempt one by one. Returns
+    the status of each delivery this run claimed."""
+    from notifications.batch_sending import deliveries_send
+
+    statuses = deliveries_send(delivery_ids)
+    if not self.request.is_eager:
+        for delivery_id, status in statuses.items():
+            if status == "PENDING":
+                _schedule_next_attempt(str(delivery_id), "MQTT")
+    return {str(delivery_id): status for delivery_id, status in statuses.items()}
+
+
 def _schedule_next_attempt(delivery_id: str, protocol: str) -> None:
     from notifications.selectors import delivery_protocol, delivery_seconds_until_due
     from notifications.services import delivery_enqueue

@@ -101,6 +101,46 @@ def mqtt_publish(*, topic: Any, payload: Any) -> None:
         raise
 
 
+def mqtt_publish_many(messages: list[tuple[Any, Any]]) -> list["TransportError | None"]:
+    """mqtt_publish for many (topic, payload) pairs on the process's connection: all are
+    handed to the broker before any acknowledgement is awaited, and MQTT_TIMEOUT_SECONDS
+    bounds the whole. Per message None (the broker has it) or its TransportError."""
+    outcomes: list[TransportError | None] = [None] * len(messages)
+    try:
+        broker = broker_address(settings.MQTT_BROKER_URL)
+        deadline = time.monotonic() + settings.MQTT_TIMEOUT_SECONDS
+        client = _publisher.client(broker, deadline)
+    except TransportError as exc:
+        return [exc] * len(messages)
+    pending: list[tuple[int, MQTTMessageInfo]] = []
+    for index, (topic, payload) in enumerate(messages):
+        if not isinstance(topic, str) or not topic:
+            outcomes[index] = TransportError("MQTT notify interface has no topic",
+                                             transient=False)
+            continue
+        try:
+            pending.append((index, client.publish(topic, json.dumps(payload),
+                                                  qos=settings.MQTT_QOS, retain=False)))
+        except ValueError as exc:  # wildcards in the topic, topic too long
+            outcomes[index] = TransportError(f"Invalid MQTT topic {topic!r}: {exc}",
+                                             transient=False)
+    lost = False
+    for index, info in pending:
+        try:
+            info.wait_for_publish(timeout=max(0.0, deadline - time.monotonic()))
+            published = info.is_published()
+        except (RuntimeError, ValueError) as exc:  # connection lost, queue full
+            outcomes[index], lost = TransportError(f"MQTT publish failed: {exc}",
+                                                   transient=True), True
+            continue
+        if not published:
+            outcomes[index], lost = TransportError("MQTT publish not acknowledged in time",
+                                                   transient=True), True
+    if lost:
+        _publisher.close(client)
+    return outcomes
+
+
 class _Publisher:
     """This process's broker connection (a forked child opens its own)."""
 

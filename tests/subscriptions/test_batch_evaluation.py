@@ -53,8 +53,8 @@ class BatchEvaluationTests:
             self, subscribers, monkeypatch):
         subscribers(30)
         sent = []  # the sends are counted apart: evaluation's statements are measured here
-        monkeypatch.setattr(notification_services, "delivery_enqueue",
-                            lambda **kwargs: sent.append(kwargs["delivery_id"]))
+        monkeypatch.setattr(notification_services, "deliveries_enqueue",
+                            lambda **kwargs: sent.extend(kwargs["delivery_ids"]))
         make_instances(instance_body("Shared", metadata={"v": 2}))
         with CaptureQueriesContext(connection) as many:
             assert changes_process() == 30

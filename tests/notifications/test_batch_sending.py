@@ -1,0 +1,94 @@
+"""deliveries_send: many MQTT deliveries in one attempt each, with the outcomes delivery_send
+would record, against the real Mosquitto."""
+import json
+import queue
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from notifications.batch_sending import deliveries_send
+from notifications.models import NotificationDelivery
+from tests.endpoints import free_port, make_delivery
+
+pytestmark = pytest.mark.django_db
+
+Status = NotificationDelivery.Status
+
+
+def _statuses(*deliveries) -> list[tuple[str, int]]:
+    for delivery in deliveries:
+        delivery.refresh_from_db()
+    return [(delivery.status, delivery.attempts) for delivery in deliveries]
+
+
+class BatchSendingTests:
+    def test_it_publishes_each_payload_and_records_them_delivered(self, mqtt_receiver):
+        deliveries = [make_delivery("MQTT", {"topic": mqtt_receiver.topic},
+                                    payload={"n": n}) for n in range(5)]
+        statuses = deliveries_send([d.id for d in deliveries])
+        assert statuses == {d.id: Status.DELIVERED for d in deliveries}
+        assert sorted(json.loads(mqtt_receiver.get().payload)["n"] for _ in range(5)) == [
+            0, 1, 2, 3, 4]
+        assert _statuses(*deliveries) == [(Status.DELIVERED, 1)] * 5
+        assert all(d.delivered_at and d.last_error == "" for d in deliveries)
+
+    def test_it_sends_only_what_it_claims(self, mqtt_receiver):
+        due = make_delivery("MQTT", {"topic": mqtt_receiver.topic})
+        later = make_delivery("MQTT", {"topic": mqtt_receiver.topic},
+                              next_attempt_at=timezone.now() + timedelta(hours=1))
+        taken = make_delivery("MQTT", {"topic": mqtt_receiver.topic}, status=Status.SENDING,
+                              claimed_at=timezone.now())
+        http = make_delivery("HTTP", {"address": "127.0.0.1", "port": free_port()})
+        statuses = deliveries_send([due.id, later.id, taken.id, http.id, "not-a-uuid",
+                                    uuid.uuid4()])
+        assert statuses == {due.id: Status.DELIVERED}
+        assert _statuses(later, taken, http) == [(Status.PENDING, 0), (Status.SENDING, 0),
+                                                 (Status.PENDING, 0)]
+
+    def test_an_outdated_or_expired_one_is_not_sent(self, mqtt_receiver):
+        subscription = uuid.uuid4()
+        now = timezone.now()
+        older = make_delivery("MQTT", {"topic": mqtt_receiver.topic}, payload={"v": 1},
+                              subscription_id=subscription, created_at=now)
+        newer = make_delivery("MQTT", {"topic": mqtt_receiver.topic}, payload={"v": 2},
+                              subscription_id=subscription,
+                              created_at=now + timedelta(milliseconds=1))
+        expired = make_delivery("MQTT", {"topic": mqtt_receiver.topic},
+                                expires_at=now - timedelta(seconds=1))
+        statuses = deliveries_send([older.id, newer.id, expired.id])
+        assert statuses == {older.id: Status.CANCELLED, newer.id: Status.DELIVERED,
+                            expired.id: Status.FAILED}
+        assert json.loads(mqtt_receiver.get().payload) == {"v": 2}
+        with pytest.raises(queue.Empty):  # the older one and the expired one: never sent
+            mqtt_receiver.get(timeout=0.5)
+
+    def test_it_waits_for_an_older_one_still_being_sent(self, mqtt_receiver):
+        subscription = uuid.uuid4()
+        now = timezone.now()
+        make_delivery("MQTT", {"topic": mqtt_receiver.topic}, subscription_id=subscription,
+                      status=Status.SENDING, claimed_at=now, created_at=now)
+        waiting = make_delivery("MQTT", {"topic": mqtt_receiver.topic},
+                                subscription_id=subscription,
+                                created_at=now + timedelta(milliseconds=1))
+        assert deliveries_send([waiting.id]) == {waiting.id: Status.PENDING}
+        waiting.refresh_from_db()
+        assert waiting.attempts == 0 and "older notification" in waiting.last_error
+
+    def test_an_unreachable_broker_leaves_them_due_later(self, settings):
+        settings.MQTT_BROKER_URL = f"mqtt://127.0.0.1:{free_port()}"
+        settings.NOTIFICATION_RETRY_BASE_SECONDS = 3
+        deliveries = [make_delivery("MQTT", {"topic": f"test/unreachable/{n}"})
+                      for n in range(3)]
+        before = timezone.now()
+        assert deliveries_send([d.id for d in deliveries]) == {
+            d.id: Status.PENDING for d in deliveries}
+        assert _statuses(*deliveries) == [(Status.PENDING, 1)] * 3
+        assert all(d.next_attempt_at >= before + timedelta(seconds=3) for d in deliveries)
+
+    def test_a_bad_topic_fails_alone(self, mqtt_receiver):
+        good = make_delivery("MQTT", {"topic": mqtt_receiver.topic})
+        bad = make_delivery("MQTT", {"topic": "test/#"})
+        assert deliveries_send([good.id, bad.id]) == {good.id: Status.DELIVERED,
+                                                       bad.id: Status.FAILED}
