@@ -9,6 +9,7 @@ process, one per transport, like the per-transport queues of `make worker`.
 import logging
 import threading
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
@@ -27,51 +28,35 @@ _queued: set[uuid.UUID] = set()
 def in_process_submit(delivery_id: uuid.UUID, *, http: bool) -> None:
     """Send the delivery soon on the pool of its transport. A delivery already waiting or
     being sent in this process is not queued twice (the sweeper offers due rows again)."""
-    with _lock:
-        if delivery_id in _queued:
-            return
-        _queued.add(delivery_id)
-        pool = _pool("http" if http else "mqtt")
-    try:
-        pool.submit(_send, delivery_id)
-    except RuntimeError:
-        # The process is exiting (a gunicorn worker's interpreter shutdown stops the pools):
-        # the row stays due in the outbox, and the sweeper of a live process sends it.
-        with _lock:
-            _queued.discard(delivery_id)
-        logger.info("Not sending notification delivery %s here: this process is shutting "
-                    "down; the sweeper sends it", delivery_id)
+    if http:
+        _submit("http", [delivery_id], _send_http)
+    else:
+        in_process_submit_batch([delivery_id])
 
 
 def in_process_submit_batch(delivery_ids: list[uuid.UUID]) -> None:
     """Send MQTT deliveries together soon on the MQTT pool (those already waiting or being
     sent in this process are left out)."""
+    _submit("mqtt", delivery_ids, _send_mqtt)
+
+
+def _submit(transport: str, delivery_ids: list[uuid.UUID],
+            send: Callable[[list[uuid.UUID]], object]) -> None:
     with _lock:
         batch = [delivery_id for delivery_id in delivery_ids if delivery_id not in _queued]
         _queued.update(batch)
-        pool = _pool("mqtt")
+        pool = _pool(transport)
     if not batch:
         return
     try:
-        pool.submit(_send_batch, batch)
+        pool.submit(_sending, batch, send)
     except RuntimeError:
+        # The process is exiting (a gunicorn worker's interpreter shutdown stops the pools):
+        # the rows stay due in the outbox, and the sweeper of a live process sends them.
         with _lock:
             _queued.difference_update(batch)
-        logger.info("Not sending %d notification deliveries here: this process is shutting "
-                    "down; the sweeper sends them", len(batch))
-
-
-def _send_batch(delivery_ids: list[uuid.UUID]) -> None:
-    from notifications.batch_sending import deliveries_send
-
-    try:
-        deliveries_send(delivery_ids)
-    except Exception:  # noqa: BLE001 - the rows stay due; the sweeper offers them again
-        logger.exception("Sending %d notification deliveries failed", len(delivery_ids))
-    finally:
-        with _lock:
-            _queued.difference_update(delivery_ids)
-        connection.close()  # this pool thread's own connection
+        logger.info("Not sending notification deliveries %s here: this process is shutting "
+                    "down; the sweeper sends them", ", ".join(map(str, batch)))
 
 
 def _pool(transport: str) -> ThreadPoolExecutor:
@@ -81,14 +66,26 @@ def _pool(transport: str) -> ThreadPoolExecutor:
     return _pools[transport]
 
 
-def _send(delivery_id: uuid.UUID) -> None:
+def _send_http(delivery_ids: list[uuid.UUID]) -> None:
     from notifications.services import delivery_send
 
-    try:
+    for delivery_id in delivery_ids:
         delivery_send(delivery_id)
-    except Exception:  # noqa: BLE001 - the row stays due; the sweeper offers it again
-        logger.exception("Sending notification delivery %s failed", delivery_id)
+
+
+def _send_mqtt(delivery_ids: list[uuid.UUID]) -> None:
+    from notifications.batch_sending import deliveries_send
+
+    deliveries_send(delivery_ids)
+
+
+def _sending(delivery_ids: list[uuid.UUID], send: Callable[[list[uuid.UUID]], object]) -> None:
+    try:
+        send(delivery_ids)
+    except Exception:  # noqa: BLE001 - the rows stay due; the sweeper offers them again
+        logger.exception("Sending notification deliveries %s failed",
+                         ", ".join(map(str, delivery_ids)))
     finally:
         with _lock:
-            _queued.discard(delivery_id)
+            _queued.difference_update(delivery_ids)
         connection.close()  # this pool thread's own connection
