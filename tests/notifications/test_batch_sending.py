@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from notifications.batch_sending import deliveries_send
 from notifications.models import NotificationDelivery
-from tests.endpoints import free_port, make_delivery
+from tests.endpoints import MqttReceiver, free_port, make_delivery, mosquitto
 
 pytestmark = pytest.mark.django_db
 
@@ -92,3 +92,48 @@ class BatchSendingTests:
         bad = make_delivery("MQTT", {"topic": "test/#"})
         assert deliveries_send([good.id, bad.id]) == {good.id: Status.DELIVERED,
                                                        bad.id: Status.FAILED}
+
+
+class BrokerOutageTests:
+    def test_every_subscriber_gets_its_latest_result_once_the_broker_is_back(self, settings):
+        """The process's connection is open when the broker goes away; the next batch fails
+        (due later), and once a broker is back on the port each subscriber gets its newest
+        notification."""
+        port = free_port()
+        settings.MQTT_BROKER_URL = f"mqtt://127.0.0.1:{port}"
+        settings.NOTIFICATION_RETRY_BASE_SECONDS = 1
+        topic = f"test/{uuid.uuid4().hex}"
+        subscriptions = [uuid.uuid4() for _ in range(10)]
+        with mosquitto(port):
+            receiver = MqttReceiver("127.0.0.1", port, topic=f"{topic}/#")
+            try:
+                first = [make_delivery("MQTT", {"topic": f"{topic}/{n}"}, payload={"v": 1},
+                                       subscription_id=subscription)
+                         for n, subscription in enumerate(subscriptions)]
+                assert set(deliveries_send([d.id for d in first]).values()) == {
+                    Status.DELIVERED}
+                assert len([receiver.get() for _ in first]) == 10
+            finally:
+                receiver.close()
+        later = timezone.now() + timedelta(milliseconds=5)
+        second = [make_delivery("MQTT", {"topic": f"{topic}/{n}"}, payload={"v": 2},
+                                subscription_id=subscription, created_at=later)
+                  for n, subscription in enumerate(subscriptions)]
+        assert set(deliveries_send([d.id for d in second]).values()) == {Status.PENDING}
+        assert _statuses(*second) == [(Status.PENDING, 1)] * 10
+
+        with mosquitto(port):
+            receiver = MqttReceiver("127.0.0.1", port, topic=f"{topic}/#")
+            try:
+                NotificationDelivery.objects.filter(id__in=[d.id for d in second]).update(
+                    next_attempt_at=timezone.now())
+                assert set(deliveries_send([d.id for d in second]).values()) == {
+                    Status.DELIVERED}
+                arrived = {message.topic: json.loads(message.payload)
+                           for message in (receiver.get() for _ in second)}
+                with pytest.raises(queue.Empty):  # nothing twice
+                    receiver.get(timeout=0.5)
+            finally:
+                receiver.close()
+        assert arrived == {f"{topic}/{n}": {"v": 2} for n in range(10)}
+        assert _statuses(*second) == [(Status.DELIVERED, 2)] * 10
