@@ -33,22 +33,3 @@ def sweep_push_jobs_task() -> int:
     from subscriptions.push_jobs import push_jobs_sweep
 
     return push_jobs_sweep()
-
-
-def enqueue_change_processing() -> None:
-    """Listener of store.changes: process soon, after a short delay so that a burst of
-    changes is evaluated once. A broker that is down loses nothing: the changes stay in the
-    outbox and beat processes them. Without a broker (eager tasks) nothing is run here: the
-    work would block the operator's request that made the change (a notification to an
-    unreachable endpoint waits for its timeout); the in-process scheduler picks it up."""
-    import logging
-
-    from django.conf import settings
-
-    if process_changes_task.app.conf.task_always_eager:
-        return
-    try:
-        process_changes_task.apply_async(countdown=settings.SUBSCRIPTION_COALESCE_SECONDS)
-    except Exception:
-        logging.getLogger(__name__).warning(
-            "Could not enqueue change processing; beat will pick the changes up", exc_info=True)
