@@ -38,7 +38,7 @@ def post_worker_init(worker) -> None:
     """Without a Celery broker (`make run` defaults) nothing else runs the periodic tasks
     (expiry, notification retries): run them in a thread of each web worker. Each worker loads
     its pull snapshot in the background (orchestration/snapshot.py)."""
-    from notifications.scheduler import start_in_process_scheduler
+    from config.scheduler import start_in_process_scheduler
     from orchestration.snapshot import snapshot_start
 
     start_in_process_scheduler()

@@ -7,9 +7,9 @@ import pytest
 from django.conf import settings as django_settings
 
 from config.celery import app as celery_app
-from notifications import scheduler
+from config import scheduler
 from notifications.models import NotificationDelivery
-from notifications.scheduler import (
+from config.scheduler import (
     start_in_process_scheduler,
     stop_in_process_scheduler,
 )
@@ -18,12 +18,12 @@ from tests.endpoints import make_delivery, wait_for
 probe_runs: list[str] = []
 
 
-@celery_app.task(name="tests.notifications.scheduler_probe")
+@celery_app.task(name="tests.config.scheduler_probe")
 def scheduler_probe(label: str = "probe") -> None:
     probe_runs.append(label)
 
 
-@celery_app.task(name="tests.notifications.scheduler_failure")
+@celery_app.task(name="tests.config.scheduler_failure")
 def scheduler_failure() -> None:
     raise RuntimeError("a periodic task failed")
 
@@ -43,8 +43,8 @@ def eager(settings) -> Iterator:
 class InProcessSchedulerTests:
     def test_it_runs_beat_entries_repeatedly_until_stopped(self, eager):
         eager.CELERY_BEAT_SCHEDULE = {
-            "probe": every(0.1, "tests.notifications.scheduler_probe", args=("fast",)),
-            "hourly": every(3600.0, "tests.notifications.scheduler_probe", args=("slow",)),
+            "probe": every(0.1, "tests.config.scheduler_probe", args=("fast",)),
+            "hourly": every(3600.0, "tests.config.scheduler_probe", args=("slow",)),
         }
         thread = start_in_process_scheduler()
         assert isinstance(thread, threading.Thread) and thread.daemon
@@ -59,9 +59,9 @@ class InProcessSchedulerTests:
 
     def test_it_keeps_running_when_a_task_fails(self, eager):
         eager.CELERY_BEAT_SCHEDULE = {
-            "failure": every(0.05, "tests.notifications.scheduler_failure"),
+            "failure": every(0.05, "tests.config.scheduler_failure"),
             "unknown": every(0.05, "tests.notifications.no_such_task"),
-            "probe": every(0.1, "tests.notifications.scheduler_probe"),
+            "probe": every(0.1, "tests.config.scheduler_probe"),
         }
         start_in_process_scheduler()
         wait_for(lambda: len(probe_runs) >= 3, what="three scheduled runs")
