@@ -1,11 +1,32 @@
 """Subscriptions (SPEC §5): subscribe (upsert), unsubscribe, expiry, and pushing the result of
 a subscription when it changed.
 
-A change that may alter results writes a `CatalogChange` row (store) in its own transaction;
-`changes_process()` turns those rows into `needs_evaluation` flags on the affected
-subscriptions, and `subscription_evaluate()` re-runs a subscription's orchestration: when the
-result differs from the last one pushed, it queues a notification (an outbox row of the
-notifications app) in the same transaction that records the new result.
+The push path, from a change to the subscriber, step by step:
+
+1. A write that may alter results (rules, instances, interfaces, reservations ending) records
+   a `CatalogChange` row in the same transaction (`store/changes.py` `change_record`); after
+   the commit it asks for the task `subscriptions.process_changes` by name, a moment later so
+   that a burst is handled once. Beat runs the task every 2 s as well, and without a broker
+   the in-process scheduler (`config/scheduler.py`) does.
+2. `changes_process()` (here) takes the pending change rows and, in one transaction, flags
+   the subscriptions of the consumers they concern (`needs_evaluation`) and deletes the rows.
+3. `subscriptions_evaluate_flagged()` evaluates the flagged subscriptions 500 per transaction
+   (`_evaluate_batch`): locks them (skipping those another round holds), previews each
+   orchestration from the pull snapshot, and for each result that differs from the last one
+   pushed writes, in bulk, the PUSH job, the notification (`notifications.services`
+   `deliveries_create`, which supersedes the subscription's older pending one) and the new
+   result. A subscription whose committed orchestration would differ from its preview
+   (reservations, tokens) is evaluated alone (`subscription_evaluate`, `subscription_push`).
+4. After that commit the notifications are handed over: MQTT ones to one
+   `notifications.deliver_batch` task per 100 (without a broker: the process's MQTT pool),
+   HTTP ones to a `notifications.deliver` task each, on the queue of their transport.
+5. The task claims its rows (PENDING → SENDING, fenced by the claim time), leaves out those
+   with a newer notification or an older one still in flight, publishes on the process's
+   broker connection (`notifications/batch_sending.py`, `notifications/transports.py`) while
+   a heartbeat keeps the claims alive, and records each outcome: DELIVERED, FAILED for good,
+   or PENDING again with backoff.
+6. The sweeper (`notifications.sweep`, periodic) hands over what is due and not taken: retries,
+   lost tasks, and the claims of workers that died (their heartbeat stopped).
 """
 import datetime as dt
 import hashlib
