@@ -21,6 +21,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from notifications import transports
+from notifications.handover import deliveries_enqueue, delivery_enqueue, is_http
 from notifications.destinations import destination_admit, destination_record
 from notifications.heartbeat import ClaimHeartbeat
 from notifications.models import NotificationDelivery
@@ -98,26 +99,6 @@ def deliveries_create(notifications: Sequence[Notification]) -> list[Notificatio
     return deliveries
 
 
-def deliveries_enqueue(*, delivery_ids: list[uuid.UUID]) -> bool:
-    """Hand MQTT deliveries to one send task (notifications/batch_sending.py), or without a
-    broker to this process's MQTT pool. Never raises: the rows are committed, and the
-    sweeper sends what could not be handed over. Returns whether they were."""
-    from notifications.inprocess import in_process_submit_batch
-    from notifications.tasks import deliver_batch_task, delivery_queue
-
-    try:
-        if settings.CELERY_TASK_ALWAYS_EAGER:
-            in_process_submit_batch(delivery_ids)
-        else:
-            deliver_batch_task.apply_async(args=[[str(i) for i in delivery_ids]],
-                                           queue=delivery_queue("MQTT"))
-    except Exception:  # noqa: BLE001 - broker down, or an eager run raising
-        logger.warning("Could not enqueue %d notification deliveries; the sweeper will send "
-                       "them", len(delivery_ids), exc_info=True)
-        return False
-    return True
-
-
 def _supersede_pending(*, subscription_ids: list[uuid.UUID], now: datetime) -> int:
     return NotificationDelivery.objects.filter(
         subscription_id__in=subscription_ids, status=Status.PENDING
@@ -150,28 +131,6 @@ def deliveries_retry(*, delivery_ids: Iterable[uuid.UUID]) -> int:
         transaction.on_commit(partial(delivery_enqueue, delivery_id=delivery_id,
                                       protocol=protocol))
     return count
-
-
-def delivery_enqueue(*, delivery_id: uuid.UUID, protocol: str,
-                     countdown: float | None = None) -> bool:
-    """Hand the delivery to the queue of its transport (HTTP and MQTT have their own, so one
-    cannot hold up the other), or, without a broker, to this process's pool for the transport.
-    Never raises: the row is committed, so when the broker is down (or an eager run fails) the
-    sweeper sends it later. Returns whether it was handed over."""
-    from notifications.inprocess import in_process_submit
-    from notifications.tasks import deliver_task, delivery_queue
-
-    try:
-        if settings.CELERY_TASK_ALWAYS_EAGER:
-            in_process_submit(uuid.UUID(str(delivery_id)), http=is_http(protocol))
-        else:
-            deliver_task.apply_async(args=[str(delivery_id)], kwargs={"protocol": protocol},
-                                     queue=delivery_queue(protocol), countdown=countdown)
-    except Exception:  # noqa: BLE001 - broker down, or an eager run raising
-        logger.warning("Could not enqueue notification delivery %s; the sweeper will send it",
-                       delivery_id, exc_info=True)
-        return False
-    return True
 
 
 def delivery_send(delivery_id: uuid.UUID | str) -> str:
@@ -208,11 +167,6 @@ def delivery_send(delivery_id: uuid.UUID | str) -> str:
         return _record_transient_failure(delivery, error=f"Unexpected error: {exc!r}")
     destination_record(key=delivery.destination, reachable=True, now=timezone.now())
     return _record(delivery, status=Status.DELIVERED)
-
-
-def is_http(protocol: str) -> bool:
-    return protocol.upper() in (NotificationDelivery.Protocol.HTTP,
-                                NotificationDelivery.Protocol.HTTPS)
 
 
 def _parse_id(delivery_id: uuid.UUID | str) -> uuid.UUID | None:

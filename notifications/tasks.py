@@ -1,19 +1,14 @@
 """Celery tasks of the notifications app (discovered by config.celery's autodiscover_tasks)."""
 import logging
 
-from celery import Task, current_app, shared_task
+from celery import Task, shared_task
+
+from notifications.batch_sending import deliveries_send
+from notifications.handover import delivery_enqueue
+from notifications.selectors import delivery_protocol, delivery_seconds_until_due
+from notifications.services import deliveries_sweep, delivery_send
 
 logger = logging.getLogger(__name__)
-
-
-def delivery_queue(protocol: str) -> str:
-    """The queue of a transport's deliveries: `<CELERY_TASK_DEFAULT_QUEUE>.http` for HTTP(S),
-    `<CELERY_TASK_DEFAULT_QUEUE>.mqtt` for MQTT(S). Separate queues, consumed by separate
-    workers (`make worker`), so a slow HTTP endpoint cannot take the MQTT senders' slots."""
-    from notifications.services import is_http
-
-    transport = "http" if is_http(protocol) else "mqtt"
-    return f"{current_app.conf.task_default_queue}.{transport}"
 
 
 @shared_task(name="notifications.deliver", bind=True, acks_late=True,
@@ -25,8 +20,6 @@ def deliver_task(self: Task, delivery_id: str, protocol: str = "") -> str:
     PENDING afterwards (a transient failure, or deferred because its destination is busy or
     its circuit open) it schedules itself for the next attempt; run eagerly it does not (that
     would retry at once, in the caller) and leaves it to the sweeper. Returns the status."""
-    from notifications.services import delivery_send
-
     status = delivery_send(delivery_id)
     if status == "PENDING" and not self.request.is_eager:
         _schedule_next_attempt(delivery_id, protocol)
@@ -41,8 +34,6 @@ def deliver_batch_task(self: Task, delivery_ids: list[str]) -> dict[str, str]:
     worker dies: each row is claimed, so a duplicate run sends nothing twice per claim.
     Deliveries still PENDING afterwards schedule their next attempt one by one. Returns
     the status of each delivery this run claimed."""
-    from notifications.batch_sending import deliveries_send
-
     statuses = deliveries_send(delivery_ids)
     if not self.request.is_eager:
         for delivery_id, status in statuses.items():
@@ -52,9 +43,6 @@ def deliver_batch_task(self: Task, delivery_ids: list[str]) -> dict[str, str]:
 
 
 def _schedule_next_attempt(delivery_id: str, protocol: str) -> None:
-    from notifications.selectors import delivery_protocol, delivery_seconds_until_due
-    from notifications.services import delivery_enqueue
-
     countdown = delivery_seconds_until_due(delivery_id=delivery_id)
     if countdown is None:
         return
@@ -67,6 +55,4 @@ def _schedule_next_attempt(delivery_id: str, protocol: str) -> None:
 def sweep_task() -> int:
     """Periodic (Celery beat, NOTIFICATION_SWEEP_INTERVAL_SECONDS): resend what the send tasks
     did not finish (lost tasks, dead workers, due retries). Returns how many were tried."""
-    from notifications.services import deliveries_sweep
-
     return deliveries_sweep()
