@@ -1,5 +1,6 @@
-"""Write side of notification delivery: the outbox (create, cancel, retry), sending one delivery
-exactly-once-per-claim, and the sweeper that makes delivery at least once.
+"""Write side of notification delivery: the outbox (create, cancel, retry) and sending one
+delivery exactly-once-per-claim (many MQTT ones at once: notifications/batch_sending.py; the
+sweeper that makes delivery at least once: notifications/sweeping.py).
 
 Lifecycle: PENDING --claim--> SENDING --> DELIVERED | FAILED | PENDING (transient failure, with
 backoff). PENDING/SENDING --> CANCELLED when superseded or when the subscription goes away.
@@ -7,7 +8,6 @@ Every write of the status is a conditional update, so concurrent workers, the sw
 admin can act on the same row without locks and without sending twice per claim.
 """
 import logging
-import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -20,6 +20,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from config.bulk_insert import model_rows_insert
 from notifications import transports
 from notifications.handover import deliveries_enqueue, delivery_enqueue, is_http
 from notifications.destinations import destination_admit, destination_record
@@ -35,8 +36,6 @@ EXPIRED = "Subscription expired"
 LEASE_EXPIRED = "Attempt interrupted: its worker stopped renewing the sending lease"
 # delivery_send's answer for an id that names no delivery (not one of the statuses).
 MISSING = "MISSING"
-# At most this many due rows are read per sweep; the time budget usually ends it sooner.
-SWEEP_BATCH = 1000
 # MQTT deliveries created together are sent by one task per this many.
 DELIVERY_BATCH = 100
 
@@ -87,7 +86,7 @@ def deliveries_create(notifications: Sequence[Notification]) -> list[Notificatio
             payload=notification.payload, expires_at=notification.expires_at,
             next_attempt_at=now, created_at=now, updated_at=now))
     _supersede_pending(subscription_ids=[d.subscription_id for d in deliveries], now=now)
-    NotificationDelivery.objects.bulk_create(deliveries)
+    model_rows_insert(deliveries)
     mqtt = [delivery.id for delivery in deliveries if not is_http(delivery.protocol)]
     for start in range(0, len(mqtt), DELIVERY_BATCH):  # a send task per batch
         transaction.on_commit(partial(deliveries_enqueue,
@@ -263,53 +262,3 @@ def retry_delay_seconds(*, attempts: int) -> int:
     """Backoff after the `attempts`-th failed attempt: base, 2×base, 4×base, … up to the max."""
     base = settings.NOTIFICATION_RETRY_BASE_SECONDS
     return min(base * 2 ** max(attempts - 1, 0), settings.NOTIFICATION_RETRY_MAX_SECONDS)
-
-
-def deliveries_sweep() -> int:
-    """The safety net behind the send tasks (Celery beat, NOTIFICATION_SWEEP_INTERVAL_SECONDS):
-    recovers deliveries whose task was lost (broker restarted without persistence, enqueue
-    failed) or whose worker died while sending, and the due retries when there is no broker.
-
-    It sends nothing itself, so that a silent HTTP endpoint cannot hold it (and every due MQTT
-    notification behind it): due rows go to the queue of their transport, or without a broker
-    to the process's pool of the transport. With a broker only rows due for a whole interval
-    are handed over (their own task had that long to claim them), each at most once per
-    interval; when the broker refuses, the sweeper sends the row itself.
-    Returns how many due deliveries it handed over (or tried)."""
-    now = timezone.now()
-    released = _release_expired_claims(now=now)
-    if released:
-        logger.warning("%d notification deliveries were left SENDING; retrying them", released)
-    due_before = now
-    if not settings.CELERY_TASK_ALWAYS_EAGER:
-        due_before -= timedelta(seconds=settings.NOTIFICATION_SWEEP_INTERVAL_SECONDS)
-    due = NotificationDelivery.objects.filter(status=Status.PENDING,
-                                              next_attempt_at__lte=due_before)
-    rows = list(due.order_by("next_attempt_at").values_list("id", "protocol")[:SWEEP_BATCH])
-    if not settings.CELERY_TASK_ALWAYS_EAGER:
-        # Still due, but not overdue again before the next interval: handed over once per sweep.
-        NotificationDelivery.objects.filter(
-            id__in=[delivery_id for delivery_id, _ in rows], status=Status.PENDING,
-            next_attempt_at__lte=due_before,
-        ).update(next_attempt_at=now)
-    started, tried = time.monotonic(), 0
-    for delivery_id, protocol in rows:
-        # A broker that refuses can take a while per row: the next sweep goes on.
-        if time.monotonic() - started >= settings.NOTIFICATION_SWEEP_INTERVAL_SECONDS:
-            break
-        if not delivery_enqueue(delivery_id=delivery_id, protocol=protocol):
-            delivery_send(delivery_id)
-        tried += 1
-    return tried
-
-
-def _release_expired_claims(*, now: datetime) -> int:
-    """A SENDING row whose heartbeat is older than the lease lost its worker mid-attempt. The
-    attempt counts (it may even have arrived: delivery is at least once) and the row is due
-    again, overdue since its claim."""
-    lease = timedelta(seconds=settings.NOTIFICATION_SENDING_LEASE_SECONDS)
-    return NotificationDelivery.objects.filter(
-        status=Status.SENDING, heartbeat_at__lt=now - lease
-    ).update(status=Status.PENDING, attempts=F("attempts") + 1, last_error=LEASE_EXPIRED,
-             next_attempt_at=F("claimed_at"), claimed_at=None, heartbeat_at=None,
-             updated_at=now)

@@ -6,7 +6,8 @@ from celery import Task, shared_task
 from notifications.batch_sending import deliveries_send
 from notifications.handover import delivery_enqueue
 from notifications.selectors import delivery_protocol, delivery_seconds_until_due
-from notifications.services import deliveries_sweep, delivery_send
+from notifications.services import delivery_send
+from notifications.sweeping import deliveries_sweep
 
 logger = logging.getLogger(__name__)
 

@@ -20,7 +20,6 @@ What this changes, and what it does not:
 """
 import atexit
 import datetime as dt
-import functools
 import logging
 import threading
 import time
@@ -28,8 +27,9 @@ import uuid
 from collections import deque
 from dataclasses import dataclass
 
-from django.db import connection, transaction
+from django.db import connection
 
+from config.bulk_insert import rows_insert
 from orchestration.models import OrchestrationJob
 
 logger = logging.getLogger(__name__)
@@ -152,28 +152,9 @@ _COLUMNS = ("id", "type", "status", "requester", "target", "service_definition",
 
 
 def _insert(jobs: list[PullJob]) -> None:
-    """One statement for the batch: PostgreSQL's COPY (the cheapest way in; the job count
-    triggers see it as one insert), elsewhere one INSERT run for each row in one transaction,
-    with each value prepared by its model field as the ORM prepares it."""
-    columns = ", ".join(_COLUMNS)
-    if connection.vendor != "postgresql":
-        fields = _fields()
-        rows = [[field.get_db_prep_save(value, connection)
-                 for field, value in zip(fields, job.row())] for job in jobs]
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.executemany(f"INSERT INTO {OrchestrationJob._meta.db_table} ({columns}) "
-                               f"VALUES ({', '.join(['%s'] * len(_COLUMNS))})", rows)
-        return
-    with connection.cursor() as cursor, cursor.cursor.copy(
-            f"COPY {OrchestrationJob._meta.db_table} ({columns}) FROM STDIN") as copy:
-        for job in jobs:
-            copy.write_row(job.row())
-
-
-@functools.cache
-def _fields() -> list:
-    by_column = {field.column: field for field in OrchestrationJob._meta.concrete_fields}
-    return [by_column[column] for column in _COLUMNS]
+    """One statement for the batch (config/bulk_insert.py: COPY on PostgreSQL; the job count
+    triggers see it as one insert)."""
+    rows_insert(OrchestrationJob, _COLUMNS, [job.row() for job in jobs])
 
 
 _writer = JobWriter()

@@ -315,27 +315,37 @@ pull_snapshot = PullSnapshot()  # this process's
 
 
 _transaction_reads = threading.local()
+_UNREAD = object()
 
 
 @contextlib.contextmanager
 def snapshot_in_transaction(allowed: bool = True):
-    """Within the block, orchestrations inside a transaction may read the snapshot: the
-    caller's transaction has written nothing the snapshot holds (rules, instances,
-    reservations), so the snapshot's committed state is what the transaction would read."""
-    before = getattr(_transaction_reads, "allowed", False)
-    _transaction_reads.allowed = allowed
+    """Within the block, orchestrations inside a transaction may read the snapshot, and they
+    all read one view of it, brought up to date when the first of them asks (one feed read
+    for the block). For callers whose transaction has written nothing the snapshot holds
+    (rules, instances, reservations), so the snapshot's committed state is what the
+    transaction would read, and which hold the locks that make a change committed after
+    that read come back to them (subscriptions/services.py `_evaluate_batch`)."""
+    before = (getattr(_transaction_reads, "allowed", False),
+              getattr(_transaction_reads, "view", _UNREAD))
+    _transaction_reads.allowed, _transaction_reads.view = allowed, _UNREAD
     try:
         yield
     finally:
-        _transaction_reads.allowed = before
+        _transaction_reads.allowed, _transaction_reads.view = before
 
 
 def snapshot_view() -> SnapshotView | None:
     """The snapshot for a pull, or None when the pull must query the database."""
-    if (not settings.PULL_SNAPSHOT or connection.vendor not in ("postgresql", "sqlite")
-            or (connection.in_atomic_block
-                and not getattr(_transaction_reads, "allowed", False))):
+    if not settings.PULL_SNAPSHOT or connection.vendor not in ("postgresql", "sqlite"):
         return None
+    if connection.in_atomic_block:
+        if not getattr(_transaction_reads, "allowed", False):
+            return None
+        if _transaction_reads.view is _UNREAD:
+            pull_snapshot.start()
+            _transaction_reads.view = pull_snapshot.view()
+        return _transaction_reads.view
     pull_snapshot.start()
     return pull_snapshot.view()
 

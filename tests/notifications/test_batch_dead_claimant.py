@@ -12,7 +12,7 @@ import pytest
 
 from config.celery import app as celery_app
 from notifications.models import NotificationDelivery
-from notifications.services import deliveries_sweep
+from notifications.sweeping import deliveries_sweep
 from notifications.tasks import deliver_batch_task
 from tests.endpoints import MqttReceiver, make_delivery, wait_for
 from tests.notifications.test_dead_claimant import LEASE, _forget_unacked

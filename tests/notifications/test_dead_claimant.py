@@ -13,7 +13,8 @@ from django.conf import settings as django_settings
 
 from config.celery import app as celery_app
 from notifications.models import NotificationDelivery
-from notifications.services import LEASE_EXPIRED, deliveries_sweep
+from notifications.services import LEASE_EXPIRED
+from notifications.sweeping import deliveries_sweep
 from notifications.tasks import deliver_task
 from tests.endpoints import make_delivery, wait_for
 from tests.worker import forget_queues, start_worker, stop_worker, worker_environment

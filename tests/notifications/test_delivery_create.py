@@ -15,12 +15,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from notifications.models import NotificationDelivery
-from notifications.services import (
-    deliveries_cancel,
-    deliveries_sweep,
-    delivery_create,
-    delivery_send,
-)
+from notifications.services import deliveries_cancel, delivery_create, delivery_send
+from notifications.sweeping import deliveries_sweep
 from tests.endpoints import BODY, free_port, make_delivery, wait_for
 
 pytestmark = pytest.mark.django_db

@@ -4,10 +4,12 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from celery.signals import task_prerun
 from django.utils import timezone
 
 from notifications.models import NotificationDelivery
-from notifications.services import deliveries_sweep, delivery_send
+from notifications.services import delivery_send
+from notifications.sweeping import deliveries_sweep
 from notifications.tasks import sweep_task
 from tests.endpoints import BODY, MqttReceiver, free_port, make_delivery, mosquitto, wait_for
 
@@ -49,6 +51,33 @@ class DeliveriesSweepTests:
         in_flight.refresh_from_db()
         assert (stale.status, stale.attempts, stale.last_error) == (Status.DELIVERED, 2, "")
         assert in_flight.status == Status.SENDING
+
+    def test_it_hands_overdue_mqtt_deliveries_over_a_batch_task_per_hundred(
+            self, settings, mqtt_broker):
+        settings.NOTIFICATION_SWEEP_INTERVAL_SECONDS = 5
+        overdue = timezone.now() - timedelta(seconds=6)
+        prefix = f"test/{uuid.uuid4().hex}"
+        topics = [f"{prefix}/{n}" for n in range(250)]
+        for topic in topics:
+            make_delivery("MQTT", {"topic": topic}, next_attempt_at=overdue)
+        tasks = []
+
+        def count(sender=None, **kwargs) -> None:
+            tasks.append((sender.name, len(kwargs["args"][0]) if kwargs["args"] else 0))
+
+        receiver = MqttReceiver(*mqtt_broker, topic=f"{prefix}/#")
+        task_prerun.connect(count)
+        try:
+            assert deliveries_sweep() == 250
+            arrived = sorted(receiver.get().topic for _ in topics)
+        finally:
+            task_prerun.disconnect(count)
+            receiver.close()
+        assert sorted(tasks) == [("notifications.deliver_batch", 50)] + \
+            [("notifications.deliver_batch", 100)] * 2
+        assert arrived == sorted(topics)
+        assert set(NotificationDelivery.objects.values_list("status", flat=True)) == \
+            {Status.DELIVERED}
 
     def test_it_fails_expired_deliveries_instead_of_sending(self, http_sink):
         expired = make_delivery("HTTP", http_sink.properties(),

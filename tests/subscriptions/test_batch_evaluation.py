@@ -9,6 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from notifications import services as notification_services
 from notifications.models import NotificationDelivery
 from orchestration.models import OrchestrationJob, OrchestrationLock
+from orchestration import snapshot
 from orchestration.snapshot import pull_snapshot
 from store.models import CatalogChange
 from subscriptions.models import Subscription
@@ -72,6 +73,18 @@ class BatchEvaluationTests:
         # The same statements whatever the number of subscriptions (none per subscription).
         assert len(many.captured_queries) < 25
         assert len(again.captured_queries) == len(many.captured_queries)
+
+    def test_the_previews_of_a_batch_share_one_read_of_the_snapshot_feed(
+            self, subscribers, monkeypatch):
+        subscribers(12)
+        make_instances(instance_body("Shared", metadata={"v": 2}))
+        reads = []
+        read = snapshot.changes_since
+        monkeypatch.setattr(snapshot, "changes_since",
+                            lambda *args: reads.append(args) or read(*args))
+        assert changes_process() == 12
+        assert len(reads) == 1  # not one per subscription
+        assert _metadata_pushed() == {f"Car{n}": {"v": 2} for n in range(12)}
 
     def test_an_unchanged_result_is_not_pushed_again(self, subscribers):
         subscribers(5)

@@ -1,0 +1,97 @@
+"""The sweeper: the safety net that makes delivery at least once (Celery beat runs it every
+NOTIFICATION_SWEEP_INTERVAL_SECONDS; without a broker the in-process scheduler does).
+
+It recovers deliveries whose task was lost (broker restarted without persistence, enqueue
+failed) or whose worker died while sending, and the due retries when there is no broker. It
+sends nothing itself while handing over works, so that a silent HTTP endpoint cannot hold it
+(and every due MQTT notification behind it): due rows go to the queue of their transport,
+MQTT ones a send task per DELIVERY_BATCH as when they were created, or without a broker to
+the process's pool of the transport.
+"""
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import F
+from django.utils import timezone
+
+from notifications.batch_sending import deliveries_send
+from notifications.handover import deliveries_enqueue, delivery_enqueue, is_http
+from notifications.models import NotificationDelivery
+from notifications.services import DELIVERY_BATCH, LEASE_EXPIRED, Status, delivery_send
+
+logger = logging.getLogger(__name__)
+
+# At most this many due rows are read per sweep; the time budget usually ends it sooner.
+SWEEP_BATCH = 1000
+
+
+def deliveries_sweep() -> int:
+    """Hand over the due deliveries. With a broker only rows due for a whole interval are
+    handed over (their own task had that long to claim them), each at most once per
+    interval; when the broker refuses, the sweeper sends them itself. Returns how many due
+    deliveries it handed over (or tried)."""
+    now = timezone.now()
+    released = _release_expired_claims(now=now)
+    if released:
+        logger.warning("%d notification deliveries were left SENDING; retrying them", released)
+    due_before = now
+    if not settings.CELERY_TASK_ALWAYS_EAGER:
+        due_before -= timedelta(seconds=settings.NOTIFICATION_SWEEP_INTERVAL_SECONDS)
+    due = NotificationDelivery.objects.filter(status=Status.PENDING,
+                                              next_attempt_at__lte=due_before)
+    rows = list(due.order_by("next_attempt_at").values_list("id", "protocol")[:SWEEP_BATCH])
+    if not settings.CELERY_TASK_ALWAYS_EAGER:
+        # Still due, but not overdue again before the next interval: handed over once per sweep.
+        NotificationDelivery.objects.filter(
+            id__in=[delivery_id for delivery_id, _ in rows], status=Status.PENDING,
+            next_attempt_at__lte=due_before,
+        ).update(next_attempt_at=now)
+    mqtt = [delivery_id for delivery_id, protocol in rows if not is_http(protocol)]
+    handovers = [_MqttBatch(mqtt[start:start + DELIVERY_BATCH])
+                 for start in range(0, len(mqtt), DELIVERY_BATCH)]
+    handovers += [_HttpOne(delivery_id, protocol)
+                  for delivery_id, protocol in rows if is_http(protocol)]
+    started, tried = time.monotonic(), 0
+    for handover in handovers:
+        # A broker that refuses can take a while per hand-over: the next sweep goes on.
+        if time.monotonic() - started >= settings.NOTIFICATION_SWEEP_INTERVAL_SECONDS:
+            break
+        tried += handover.run()
+    return tried
+
+
+@dataclass(frozen=True)
+class _MqttBatch:
+    delivery_ids: list[uuid.UUID]
+
+    def run(self) -> int:
+        if not deliveries_enqueue(delivery_ids=self.delivery_ids):
+            deliveries_send(self.delivery_ids)
+        return len(self.delivery_ids)
+
+
+@dataclass(frozen=True)
+class _HttpOne:
+    delivery_id: uuid.UUID
+    protocol: str
+
+    def run(self) -> int:
+        if not delivery_enqueue(delivery_id=self.delivery_id, protocol=self.protocol):
+            delivery_send(self.delivery_id)
+        return 1
+
+
+def _release_expired_claims(*, now: datetime) -> int:
+    """A SENDING row whose heartbeat is older than the lease lost its worker mid-attempt. The
+    attempt counts (it may even have arrived: delivery is at least once) and the row is due
+    again, overdue since its claim."""
+    lease = timedelta(seconds=settings.NOTIFICATION_SENDING_LEASE_SECONDS)
+    return NotificationDelivery.objects.filter(
+        status=Status.SENDING, heartbeat_at__lt=now - lease
+    ).update(status=Status.PENDING, attempts=F("attempts") + 1, last_error=LEASE_EXPIRED,
+             next_attempt_at=F("claimed_at"), claimed_at=None, heartbeat_at=None,
+             updated_at=now)

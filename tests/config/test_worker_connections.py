@@ -1,0 +1,88 @@
+"""A Celery worker keeps its database connection from task to task (config/celery.py), as a
+web process does between requests, and replaces one that broke between two tasks without
+failing the task. Against a real worker process (prefork, one child, as `make worker`), the
+real Redis and the test database, watched through pg_stat_activity."""
+import datetime as dt
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from config.celery import app as celery_app
+from tests import services
+from tests.worker import ROOT, _database_url, _wait_until_ready, forget_queues, stop_worker
+from tests.worker import worker_environment
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def worker(tmp_path, django_db_blocker):
+    """(application_name of its connections, log path, queue) of a running worker."""
+    services.require_redis(settings.CELERY_BROKER_URL)
+    name = f"so-test-reuse-{uuid.uuid4().hex[:8]}"
+    queue = name
+    with django_db_blocker.unblock():
+        env = worker_environment(queue, CONN_MAX_AGE="60",
+                                 DATABASE_URL=f"{_database_url()}?application_name={name}")
+    log = tmp_path / "worker.log"
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "--app", "config", "worker", "--pool", "prefork",
+             "--concurrency", "1", "--queues", queue, "--hostname", f"{name}@%h",
+             "--loglevel", "INFO", "--without-gossip", "--without-mingle",
+             "--without-heartbeat"],
+            cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)
+    eager, celery_app.conf.task_always_eager = celery_app.conf.task_always_eager, False
+    try:
+        _wait_until_ready(process, log)
+        yield name, log, queue
+    finally:
+        celery_app.conf.task_always_eager = eager
+        stop_worker(process)
+        forget_queues(queue)
+
+
+def _backends(name: str) -> list[tuple[int, str, dt.datetime]]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid, state, state_change FROM pg_stat_activity "
+                       "WHERE application_name = %s", [name])
+        return cursor.fetchall()
+
+
+def _run_task(name: str, queue: str) -> list[int]:
+    """Send the sweep to the worker; return the pids of its connections once the task has
+    used one and left it idle."""
+    sent = dt.datetime.now(dt.timezone.utc)
+    celery_app.send_task("notifications.sweep", queue=queue)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        backends = _backends(name)
+        if any(state == "idle" and changed > sent for _, state, changed in backends):
+            return sorted(pid for pid, _, _ in backends)
+        time.sleep(0.05)
+    pytest.fail(f"the worker's task never left an idle connection: {_backends(name)}")
+
+
+class WorkerConnectionTests:
+    def test_one_connection_serves_task_after_task(self, worker):
+        name, log, queue = worker
+        pids = [_run_task(name, queue) for _ in range(5)]
+        assert len(pids[0]) == 1
+        assert pids == [pids[0]] * 5  # Celery's own default would open one per task
+
+    def test_a_connection_broken_between_tasks_is_replaced_without_failing_a_task(
+            self, worker):
+        name, log, queue = worker
+        [first] = _run_task(name, queue)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [first])
+        [second] = _run_task(name, queue)
+        assert second != first
+        text = log.read_text()
+        assert "Traceback" not in text and "OperationalError" not in text, text[-3000:]
+        assert text.count("succeeded") == 2
