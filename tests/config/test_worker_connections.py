@@ -2,7 +2,6 @@
 web process does between requests, and replaces one that broke between two tasks without
 failing the task. Against a real worker process (prefork, one child, as `make worker`), the
 real Redis and the test database, watched through pg_stat_activity."""
-import datetime as dt
 import subprocess
 import sys
 import time
@@ -47,42 +46,42 @@ def worker(tmp_path, django_db_blocker):
         forget_queues(queue)
 
 
-def _backends(name: str) -> list[tuple[int, str, dt.datetime]]:
+def _backends(name: str) -> list[tuple[int, str, object]]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pid, state, state_change FROM pg_stat_activity "
                        "WHERE application_name = %s", [name])
         return cursor.fetchall()
 
 
-def _run_task(name: str, queue: str) -> list[int]:
+def _run_task(name: str, queue: str, log) -> list[int]:
     """Send the sweep to the worker; return the pids of its connections once the task has
-    used one and left it idle."""
-    sent = dt.datetime.now(dt.timezone.utc)
+    finished (its success logged)."""
+    done = log.read_text().count("succeeded")
     celery_app.send_task("notifications.sweep", queue=queue)
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        backends = _backends(name)
-        if any(state == "idle" and changed > sent for _, state, changed in backends):
-            return sorted(pid for pid, _, _ in backends)
+    while log.read_text().count("succeeded") == done:
+        if time.monotonic() > deadline:
+            pytest.fail(f"the task did not succeed:\n{log.read_text()[-3000:]}",
+                        pytrace=False)
         time.sleep(0.05)
-    pytest.fail(f"the worker's task never left an idle connection: {_backends(name)}")
+    return sorted(pid for pid, _, _ in _backends(name))
 
 
 class WorkerConnectionTests:
     def test_one_connection_serves_task_after_task(self, worker):
         name, log, queue = worker
-        pids = [_run_task(name, queue) for _ in range(5)]
+        pids = [_run_task(name, queue, log) for _ in range(5)]
         assert len(pids[0]) == 1
         assert pids == [pids[0]] * 5  # Celery's own default would open one per task
 
     def test_a_connection_broken_between_tasks_is_replaced_without_failing_a_task(
             self, worker):
         name, log, queue = worker
-        [first] = _run_task(name, queue)
+        [first] = _run_task(name, queue, log)
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_terminate_backend(%s)", [first])
-        [second] = _run_task(name, queue)
+        [second] = _run_task(name, queue, log)
         assert second != first
         text = log.read_text()
-        assert "Traceback" not in text and "OperationalError" not in text, text[-3000:]
+        assert "Traceback" not in text and "OperationalError" not in text, text
         assert text.count("succeeded") == 2
