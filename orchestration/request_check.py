@@ -25,7 +25,7 @@ from django.conf import settings
 from orchestration.serializers import MAX_SECONDS
 
 # An absent field (None is an explicit null, which the serializer keeps).
-_ABSENT: Any = object()
+ABSENT: Any = object()
 # The fields of OrchestrationRequestSerializer and ServiceRequirementSerializer, in their order.
 # Every one is optional and nullable: absent stays absent, null is None.
 _TEXT, _TEXTS, _OPERATIONS, _REQUIREMENTS = range(4)
@@ -64,30 +64,46 @@ def checked_orchestration_request(document: Any) -> dict | None:
     max_items, max_chars, max_depth = (settings.MAX_LIST_LENGTH, settings.MAX_STRING_LENGTH,
                                        settings.MAX_JSON_DEPTH)
     checked: dict = {}
-    requirement = document.get("serviceRequirement", _ABSENT)
-    if requirement is not _ABSENT:
+    requirement = document.get("serviceRequirement", ABSENT)
+    if requirement is not ABSENT:
         if requirement is not None:
             requirement = _service_requirement(requirement, max_items, max_chars, max_depth)
             if requirement is None:
                 return None
         checked["serviceRequirement"] = requirement
     for name in ("orchestrationFlags", "qosRequirements"):
-        value = document.get(name, _ABSENT)
-        if value is not _ABSENT:
+        value = document.get(name, ABSENT)
+        if value is not ABSENT:
             if value is not None:
                 value = _json_object(value, max_items, max_chars, max_depth)
                 if value is None:
                     return None
             checked[name] = value
-    duration = document.get("exclusivityDuration", _ABSENT)
-    if duration is not _ABSENT:
-        # Only true ints: StrictIntegerField refuses bools and floats (even 5.0). Zero and
-        # negative durations pass: the service refuses them with the reference's message.
-        if duration is not None and (type(duration) is not int
-                                     or not -_HUGE_INT < duration <= MAX_SECONDS):
+    duration = document.get("exclusivityDuration", ABSENT)
+    if duration is not ABSENT:
+        if duration is not None and not checked_duration(duration):
             return None
         checked["exclusivityDuration"] = duration
     return checked
+
+
+def checked_text(value: Any) -> bool:
+    """StrictCharField's check, with the current MAX_STRING_LENGTH (for other bodies' checks,
+    e.g. subscriptions/request_check.py)."""
+    return _text(value, settings.MAX_STRING_LENGTH)
+
+
+def checked_json_object(value: Any) -> dict | None:
+    """BoundedDictField's check, with the current limits: a copy of `value`, or None."""
+    return _json_object(value, settings.MAX_LIST_LENGTH, settings.MAX_STRING_LENGTH,
+                        settings.MAX_JSON_DEPTH)
+
+
+def checked_duration(value: Any) -> bool:
+    """optional_positive_integer(maximum=MAX_SECONDS)'s check of a non-null value: only true
+    ints (StrictIntegerField refuses bools and floats, even 5.0); zero and negative ones pass,
+    for the service's message."""
+    return type(value) is int and -_HUGE_INT < value <= MAX_SECONDS
 
 
 def _service_requirement(data: Any, max_items: int, max_chars: int,
@@ -97,8 +113,8 @@ def _service_requirement(data: Any, max_items: int, max_chars: int,
         return None
     checked: dict = {}
     for name, kind in _SERVICE_FIELDS:
-        value = data.get(name, _ABSENT)
-        if value is _ABSENT:
+        value = data.get(name, ABSENT)
+        if value is ABSENT:
             continue
         if value is not None:
             if kind == _TEXT:

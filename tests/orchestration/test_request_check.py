@@ -2,7 +2,6 @@
 serializer's `validated_data` whenever it accepts a body, and declines (None) the rest, so that
 the serializer answers those with its own messages."""
 import json
-from collections.abc import Mapping
 from typing import Any
 
 import hypothesis
@@ -19,6 +18,7 @@ from orchestration.serializers import (
     OrchestrationRequestSerializer,
     ServiceRequirementSerializer,
 )
+from tests.request_bodies import JSON, SMALL_LIMITS, orchestration_body, plain
 
 TYPICAL = {
     "serviceRequirement": {"serviceDefinition": "x", "operations": ["query"],
@@ -28,24 +28,12 @@ TYPICAL = {
     "exclusivityDuration": 120,
     "qosRequirements": {"maxLatencyMs": "5"},
 }
-# Small enough that generated values often cross them.
-SMALL_LIMITS = {"MAX_LIST_LENGTH": 3, "MAX_STRING_LENGTH": 6, "MAX_JSON_DEPTH": 3,
-                "MAX_PULL_OPERATIONS": 2}
-
-
-def _plain(value: Any) -> Any:
-    """validated_data as plain dicts and lists, key order kept."""
-    if isinstance(value, Mapping):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    return value
 
 
 def _validated(document: Any) -> dict | None:
     """What the serializer accepts, as plain data; None when it refuses."""
     serializer = OrchestrationRequestSerializer(data=document)
-    return _plain(serializer.validated_data) if serializer.is_valid() else None
+    return plain(serializer.validated_data) if serializer.is_valid() else None
 
 
 def _assert_same(document: Any, checked: dict | None, validated: dict | None) -> None:
@@ -63,91 +51,11 @@ def _assert_agrees(document: Any) -> dict | None:
     return checked
 
 
-# --- generated bodies, biased towards the request shape ---
-
-def _sized(sizes: list[int], make) -> st.SearchStrategy:
-    """A value of one of `sizes`: chosen evenly (Hypothesis favours small sizes), so that the
-    small limits below are often met and sometimes crossed."""
-    return st.sampled_from(sizes).flatmap(lambda n: make(min_size=n, max_size=n))
-
-
-# Up to the limit or one past it, for SMALL_LIMITS.
-_TEXT_SIZES = [0, 1, 2, 5, 6, 6, 7]
-_LIST_SIZES = [0, 1, 1, 2, 3, 3, 4]
-
-# Letters and blanks; now and then a character the serializer's text fields refuse (NUL, a
-# surrogate), which only the input gate keeps out of real bodies.
-_CHARS = st.sampled_from(["a", "a", "a", "Z", " ", "\t", "é"])
-_CLEAN_TEXT = _sized(_TEXT_SIZES, lambda **size: st.text(_CHARS, **size))
-_REFUSED_TEXT = _sized(_TEXT_SIZES, lambda **size: st.text(
-    st.one_of(_CHARS, st.sampled_from(["\x00", "\ud800"])), **size))
-_TEXT = st.one_of(_CLEAN_TEXT, _CLEAN_TEXT, _CLEAN_TEXT, _CLEAN_TEXT, _REFUSED_TEXT)
-_KEY = st.one_of(_TEXT, st.sampled_from(["a", "op", "value", "MATCHMAKING"]))
-_INT = st.one_of(st.integers(-3, 3), st.integers(),
-                 st.sampled_from([MAX_SECONDS, MAX_SECONDS + 1, 2**63, -2**63, 10**30]))
-_SCALAR = st.one_of(st.none(), st.booleans(), _INT, _TEXT,
-                    st.floats(allow_nan=False, allow_infinity=False), st.just(5.0))
-
-
-def _nest(depth: int, leaf: Any, in_lists: bool) -> Any:
-    for _ in range(depth):
-        leaf = [leaf] if in_lists else {"k": leaf}
-    return leaf
-
-
-_JSON = st.one_of(
-    st.recursive(_SCALAR, lambda inner: st.one_of(
-        _sized(_LIST_SIZES, lambda **size: st.lists(inner, **size)),
-        _sized(_LIST_SIZES, lambda **size: st.dictionaries(_KEY, inner, **size))),
-        max_leaves=10),
-    st.builds(_nest, st.sampled_from([1, 2, 3, 4]), _SCALAR, st.booleans()))
-
-
-def _list(element: st.SearchStrategy) -> st.SearchStrategy:
-    return _sized(_LIST_SIZES, lambda **size: st.lists(element, **size))
-
-
-@st.composite
-def _some_of(draw, fields: dict[str, st.SearchStrategy]) -> dict:
-    """An object of some of `fields` (often few, so that most are valid), in any order."""
-    names = draw(st.lists(st.sampled_from(list(fields)), unique=True))
-    return {name: draw(fields[name]) for name in names}
-
-
-def _body(either) -> st.SearchStrategy:
-    """Request bodies whose every field is `either(the right type)`."""
-    texts = _list(st.one_of(_TEXT, _TEXT, _TEXT, st.none(), either(_TEXT)))
-    value = st.one_of(_SCALAR, _SCALAR, _SCALAR, _JSON)  # requirement values are mostly scalars
-    json_object = _sized(_LIST_SIZES, lambda **size: st.dictionaries(_KEY, value, **size))
-    requirements = _list(st.one_of(json_object, json_object, st.none(), _JSON))
-    service = _some_of({
-        "serviceDefinition": either(_TEXT),
-        "operations": either(texts),
-        "versions": either(texts),
-        "alivesAt": either(_TEXT),
-        "metadataRequirements": either(requirements),
-        "interfaceTemplateNames": either(texts),
-        "interfaceAddressTypes": either(texts),
-        "interfacePropertyRequirements": either(requirements),
-        "securityPolicies": either(texts),
-        "preferredProviders": either(texts),
-        "unknownField": _JSON,
-    })
-    return _some_of({
-        "serviceRequirement": either(service),
-        "orchestrationFlags": either(json_object),
-        "qosRequirements": either(json_object),
-        "exclusivityDuration": either(_INT),
-        "extra": _JSON,
-        "ServiceRequirement": _JSON,
-    })
-
-
 # Well typed: the right type or null everywhere, but values may still cross a limit or hold a
 # refused character; then any type anywhere; then any JSON document.
-_WELL_TYPED = _body(lambda right: st.one_of(right, right, right, st.none()))
-_ANY_TYPE = _body(lambda right: st.one_of(right, right, st.none(), _JSON))
-_DOCUMENT = st.one_of(_WELL_TYPED, _WELL_TYPED, _ANY_TYPE, _ANY_TYPE, _JSON)
+_WELL_TYPED = orchestration_body(lambda right: st.one_of(right, right, right, st.none()))
+_ANY_TYPE = orchestration_body(lambda right: st.one_of(right, right, st.none(), JSON))
+_DOCUMENT = st.one_of(_WELL_TYPED, _WELL_TYPED, _ANY_TYPE, _ANY_TYPE, JSON)
 
 
 class GeneratedBodyTests:
