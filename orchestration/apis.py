@@ -5,6 +5,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.schema import error_responses, null_body_is_absent
+from config.validated_bodies import validated_body
 from orchestration.parsed_requests import parsed_request
 from orchestration.pull import orchestration_pull
 from orchestration.request_check import checked_orchestration_request
@@ -37,13 +38,8 @@ def request_from_body(data) -> OrchestrationRequest:
     """Type-check and parse an orchestration request body (absent body = empty request): the
     usual well-typed body by the precompiled check (orchestration.request_check), anything
     else by the serializer, which answers with its messages."""
-    data = {} if data is None else data
-    checked = checked_orchestration_request(data)
-    if checked is None:
-        serializer = OrchestrationRequestSerializer(data=data)
-        serializer.is_valid(raise_exception=True)
-        checked = serializer.validated_data
-    return parse_orchestration_request(checked)
+    return parse_orchestration_request(validated_body(
+        data, check=checked_orchestration_request, serializer=OrchestrationRequestSerializer))
 
 
 class OrchestrationPullApi(APIView):

@@ -87,6 +87,23 @@ def checked_orchestration_request(document: Any) -> dict | None:
     return checked
 
 
+def checked_fields(document: dict, fields: tuple[tuple[str, Any], ...]) -> dict | None:
+    """The optional, nullable `fields` of an object, each (name, check): absent ones left out,
+    null ones kept as None, the others replaced by what their check returns, or None for
+    the whole object when a check declines (returns None)."""
+    checked: dict = {}
+    for name, check in fields:
+        value = document.get(name, ABSENT)
+        if value is ABSENT:
+            continue
+        if value is not None:
+            value = check(value)
+            if value is None:
+                return None
+        checked[name] = value
+    return checked
+
+
 def checked_text(value: Any) -> bool:
     """StrictCharField's check, with the current MAX_STRING_LENGTH (for other bodies' checks,
     e.g. subscriptions/request_check.py)."""

@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from config.conventions.uuids import parse_uuid
 from config.exceptions import InvalidParameter
 from config.schema import body_required, error_responses
+from config.validated_bodies import validated_body
 from serviceregistry.published import operation
 from subscriptions.request_check import checked_subscribe_request
 from subscriptions.requests import parse_subscribe_request
@@ -36,19 +37,6 @@ def _trigger(request: Request) -> bool:
     raise InvalidParameter(f"Invalid trigger value: {value} (true or false expected)")
 
 
-def _checked_body(data) -> dict:
-    """The type-checked subscribe body (absent body = empty): the usual well-typed body by
-    the precompiled check (subscriptions/request_check.py), anything else by the serializer,
-    which answers with its messages."""
-    data = {} if data is None else data
-    checked = checked_subscribe_request(data)
-    if checked is None:
-        serializer = SubscribeSerializer(data=data)
-        serializer.is_valid(raise_exception=True)
-        checked = serializer.validated_data
-    return checked
-
-
 class SubscribeApi(APIView):
     service_operation = operation("serviceOrchestration", "subscribe")
     @extend_schema(
@@ -65,8 +53,9 @@ class SubscribeApi(APIView):
         extensions=body_required())
     def post(self, request: Request) -> HttpResponse:
         trigger = _trigger(request)
-        subscribe = parse_subscribe_request(_checked_body(request.data),
-                                            requester=request.user.name)
+        body = validated_body(request.data, check=checked_subscribe_request,
+                              serializer=SubscribeSerializer)
+        subscribe = parse_subscribe_request(body, requester=request.user.name)
         subscription, created = subscription_upsert(requester=request.user.name,
                                                     subscribe=subscribe, trigger=trigger)
         return HttpResponse(str(subscription.id), status=201 if created else 200,

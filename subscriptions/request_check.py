@@ -11,12 +11,34 @@ against the serializer on generated bodies.
 from typing import Any
 
 from orchestration.request_check import (
-    ABSENT,
     checked_duration,
+    checked_fields,
     checked_json_object,
     checked_orchestration_request,
     checked_text,
 )
+
+
+def _text(value: Any) -> str | None:
+    return value if checked_text(value) else None
+
+
+def _duration(value: Any) -> int | None:
+    return value if checked_duration(value) else None
+
+
+def _notify_interface(value: Any) -> dict | None:
+    """NotifyInterfaceSerializer."""
+    if type(value) is not dict:
+        return None
+    return checked_fields(value, (("protocol", _text), ("properties", checked_json_object)))
+
+
+# SubscribeSerializer's fields, in its order.
+_FIELDS = (("orchestrationRequest", checked_orchestration_request),
+           ("notifyInterface", _notify_interface),
+           ("duration", _duration),
+           ("targetSystemName", _text))
 
 
 def checked_subscribe_request(document: Any) -> dict | None:
@@ -25,49 +47,4 @@ def checked_subscribe_request(document: Any) -> dict | None:
     accept it, else None."""
     if type(document) is not dict:
         return None
-    checked: dict = {}
-    request = document.get("orchestrationRequest", ABSENT)
-    if request is not ABSENT:
-        if request is not None:
-            request = checked_orchestration_request(request)
-            if request is None:
-                return None
-        checked["orchestrationRequest"] = request
-    interface = document.get("notifyInterface", ABSENT)
-    if interface is not ABSENT:
-        if interface is not None:
-            interface = _notify_interface(interface)
-            if interface is None:
-                return None
-        checked["notifyInterface"] = interface
-    duration = document.get("duration", ABSENT)
-    if duration is not ABSENT:
-        if duration is not None and not checked_duration(duration):
-            return None
-        checked["duration"] = duration
-    target = document.get("targetSystemName", ABSENT)
-    if target is not ABSENT:
-        if target is not None and not checked_text(target):
-            return None
-        checked["targetSystemName"] = target
-    return checked
-
-
-def _notify_interface(data: Any) -> dict | None:
-    """NotifyInterfaceSerializer."""
-    if type(data) is not dict:
-        return None
-    checked: dict = {}
-    protocol = data.get("protocol", ABSENT)
-    if protocol is not ABSENT:
-        if protocol is not None and not checked_text(protocol):
-            return None
-        checked["protocol"] = protocol
-    properties = data.get("properties", ABSENT)
-    if properties is not ABSENT:
-        if properties is not None:
-            properties = checked_json_object(properties)
-            if properties is None:
-                return None
-        checked["properties"] = properties
-    return checked
+    return checked_fields(document, _FIELDS)
