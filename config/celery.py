@@ -2,7 +2,7 @@
 import os
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun, worker_init
+from celery.signals import task_postrun, task_prerun, worker_init, worker_process_init
 from django.db import close_old_connections, connections
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -35,3 +35,14 @@ def _health_checks(**kwargs) -> None:  # noqa: ANN003 - Celery's signature
     connection kept from an earlier task is checked once before its next task uses it."""
     for alias in connections:
         connections.settings[alias]["CONN_HEALTH_CHECKS"] = True
+
+
+@worker_process_init.connect
+def _snapshot_load(**kwargs) -> None:  # noqa: ANN003 - Celery's signature
+    """Each prefork child evaluating subscriptions previews from its pull snapshot: load it
+    in the background when the child starts, as a web worker does (config/gunicorn.py), so
+    that the first change does not find it still unloaded (then its previews read the
+    database, several times slower)."""
+    from orchestration.snapshot import snapshot_start
+
+    snapshot_start()

@@ -1,7 +1,8 @@
-"""A Celery worker keeps its database connection from task to task (config/celery.py), as a
-web process does between requests, and replaces one that broke between two tasks without
-failing the task. Against a real worker process (prefork, one child, as `make worker`), the
-real Redis and the test database, watched through pg_stat_activity."""
+"""What config/celery.py sets up in a worker process, as a web process has it: the database
+connection kept from task to task (and replaced, without failing a task, when it broke
+between two), and the pull snapshot loaded when a pool process starts. Against a real
+worker process (prefork, one child, as `make worker-main`), the real Redis and the test
+database, watched through pg_stat_activity and the worker's log."""
 import subprocess
 import sys
 import time
@@ -85,3 +86,14 @@ class WorkerConnectionTests:
         text = log.read_text()
         assert "Traceback" not in text and "OperationalError" not in text, text
         assert text.count("succeeded") == 2
+
+
+class WorkerSnapshotTests:
+    def test_a_pool_process_loads_its_pull_snapshot_when_it_starts(self, worker):
+        name, log, queue = worker
+        deadline = time.monotonic() + 30
+        while "Pull snapshot loaded" not in log.read_text():
+            if time.monotonic() > deadline:
+                pytest.fail(f"no snapshot loaded:\n{log.read_text()[-3000:]}", pytrace=False)
+            time.sleep(0.05)
+        assert "succeeded" not in log.read_text()  # before any task asked for it
