@@ -341,15 +341,16 @@ def wait_until_logged(process: subprocess.Popen, log: Path, mark: str, name: str
 
 
 def stop_group(process: subprocess.Popen, timeout: float = 30) -> None:
-    """SIGTERM to the process's group (a Celery warm shutdown), SIGKILL after `timeout`."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, sig)
-        try:
-            process.wait(timeout=timeout)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    """SIGTERM to the process (a Celery warm shutdown: it lets its pool processes finish
+    and stops them; a SIGTERM to each of them would be logged as lost work), then SIGKILL
+    to its whole group, after `timeout` if it has not ended by then."""
+    with contextlib.suppress(ProcessLookupError):
+        process.send_signal(signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=timeout)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
 
 
 def flush_redis(url: str) -> None:

@@ -50,9 +50,10 @@ def delivery_enqueue(*, delivery_id: uuid.UUID, protocol: str,
     return True
 
 
-def deliveries_enqueue(*, delivery_ids: list[uuid.UUID]) -> bool:
-    """Hand MQTT deliveries to one send task (notifications/batch_sending.py), or to this
-    process's MQTT pool. Returns whether they were handed over."""
+def deliveries_enqueue(*, delivery_ids: list[uuid.UUID], countdown: float | None = None) -> bool:
+    """Hand MQTT deliveries to one send task (notifications/batch_sending.py), run after
+    `countdown` seconds when given, or to this process's MQTT pool. Returns whether they were
+    handed over."""
     from notifications.inprocess import in_process_submit_batch
 
     try:
@@ -60,7 +61,8 @@ def deliveries_enqueue(*, delivery_ids: list[uuid.UUID]) -> bool:
             in_process_submit_batch(delivery_ids)
         else:
             current_app.tasks[DELIVER_BATCH_TASK].apply_async(
-                args=[[str(i) for i in delivery_ids]], queue=delivery_queue("MQTT"))
+                args=[[str(i) for i in delivery_ids]], queue=delivery_queue("MQTT"),
+                countdown=countdown)
     except Exception:  # noqa: BLE001 - broker down, or an eager run raising
         logger.warning("Could not enqueue %d notification deliveries; the sweeper will send "
                        "them", len(delivery_ids), exc_info=True)

@@ -4,8 +4,12 @@ import logging
 from celery import Task, shared_task
 
 from notifications.batch_sending import deliveries_send
-from notifications.handover import delivery_enqueue
-from notifications.selectors import delivery_protocol, delivery_seconds_until_due
+from notifications.handover import deliveries_enqueue, delivery_enqueue
+from notifications.selectors import (
+    deliveries_seconds_until_due,
+    delivery_protocol,
+    delivery_seconds_until_due,
+)
 from notifications.services import delivery_send
 from notifications.sweeping import deliveries_sweep
 
@@ -33,13 +37,15 @@ def deliver_batch_task(self: Task, delivery_ids: list[str]) -> dict[str, str]:
     """Send MQTT deliveries together (enqueued after the commit that created them; see
     notifications/batch_sending.py). Acknowledged only after it ran, and requeued if the
     worker dies: each row is claimed, so a duplicate run sends nothing twice per claim.
-    Deliveries still PENDING afterwards schedule their next attempt one by one. Returns
-    the status of each delivery this run claimed."""
+    Those still PENDING afterwards (a broker outage fails them together) are sent again
+    together, by one task run when the last of them is due. Returns the status of each
+    delivery this run claimed."""
     statuses = deliveries_send(delivery_ids)
-    if not self.request.is_eager:
-        for delivery_id, status in statuses.items():
-            if status == "PENDING":
-                _schedule_next_attempt(str(delivery_id), "MQTT")
+    pending = [delivery_id for delivery_id, status in statuses.items() if status == "PENDING"]
+    if pending and not self.request.is_eager:
+        countdown = deliveries_seconds_until_due(delivery_ids=pending)
+        if countdown is not None:
+            deliveries_enqueue(delivery_ids=pending, countdown=countdown)
     return {str(delivery_id): status for delivery_id, status in statuses.items()}
 
 

@@ -2,14 +2,17 @@
 and throw-away Mosquitto brokers."""
 import json
 import queue
+import shutil
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -168,11 +171,18 @@ class MqttReceiver:
 
 
 @contextmanager
-def mosquitto(port: int) -> Iterator[subprocess.Popen]:
+def mosquitto(port: int, *, persistence: Path | None = None) -> Iterator[subprocess.Popen]:
     """A second, real broker on 127.0.0.1:`port` (Mosquitto's default config listens on
-    loopback only), stopped on exit."""
-    process = subprocess.Popen(["mosquitto", "-p", str(port)], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    loopback only), stopped on exit. With `persistence` (a `broker_state_directory()`) it
+    keeps its clients' sessions and queued messages there across a stop and a start, as a
+    production broker would."""
+    command = ["mosquitto", "-p", str(port)]
+    if persistence is not None:
+        config = persistence / "mosquitto.conf"
+        config.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\n"
+                          f"persistence true\npersistence_location {persistence}/\n")
+        command = ["mosquitto", "-c", str(config)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for(lambda: _accepts(port) or process.poll() is not None,
                  what=f"mosquitto on port {port}")
@@ -181,6 +191,19 @@ def mosquitto(port: int) -> Iterator[subprocess.Popen]:
     finally:
         process.terminate()
         process.wait(timeout=WAIT_SECONDS)
+
+
+@contextmanager
+def broker_state_directory() -> Iterator[Path]:
+    """A directory for `mosquitto(..., persistence=)`, removed on exit. Mosquitto started as
+    root writes as its own user: the directory is world-writable and outside pytest's
+    private temporary tree."""
+    directory = Path(tempfile.mkdtemp(prefix="so-test-mosquitto-"))
+    directory.chmod(0o777)
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _accepts(port: int) -> bool:
