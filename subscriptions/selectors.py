@@ -3,6 +3,7 @@
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from django.db import connection
 from django.db.models import Q
 
 from config.conventions import names
@@ -71,3 +72,18 @@ def subscription_list(*, filters: SubscriptionFilters,
     ordering and slicing happen in SQL."""
     rows, total = paginate(_filtered(filters), page, columns=SORT_COLUMNS, tie_breaker="id")
     return list(rows), total
+
+
+def subscription_counts(targets: Sequence[str]) -> dict[str, int]:
+    """How many subscriptions each of `targets` has (those with none left out). One plain
+    statement: on the subscribe call's path, where building the ORM's grouped count cost a
+    quarter of the call's CPU (docs/performance.md, push fan-out)."""
+    if not targets:
+        return {}
+    meta, quote = Subscription._meta, connection.ops.quote_name
+    column = quote(meta.get_field("target").column)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {column}, COUNT(*) FROM {quote(meta.db_table)} "
+                       f"WHERE {column} IN ({', '.join(['%s'] * len(targets))}) "
+                       f"GROUP BY {column}", list(targets))
+        return dict(cursor.fetchall())

@@ -38,7 +38,6 @@ from collections.abc import Sequence
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count
 from django.utils import timezone
 from rest_framework.utils.encoders import JSONEncoder
 
@@ -62,6 +61,7 @@ from serviceregistry.client import ServiceRegistryUnavailable
 from serviceregistry.polling import instances_refresh
 from store.models import CatalogChange, Rule
 from subscriptions.models import Subscription, identity_key
+from subscriptions.selectors import subscription_counts
 from subscriptions.requests import SubscribeRequest
 
 logger = logging.getLogger(__name__)
@@ -99,12 +99,7 @@ def _ensure_room(new_by_target: Counter[str]) -> None:
     limit = settings.MAX_SUBSCRIPTIONS_PER_SYSTEM
     if not new_by_target:
         return
-    if len(new_by_target) == 1:  # a subscribe call: a plain count, cheaper to compile
-        [target] = new_by_target
-        counts = {target: Subscription.objects.filter(target=target).count()}
-    else:
-        counts = dict(Subscription.objects.filter(target__in=list(new_by_target))
-                      .values_list("target").annotate(count=Count("pk")))  # one query
+    counts = subscription_counts(sorted(new_by_target))
     for target, adding in sorted(new_by_target.items()):
         count = counts.get(target, 0)
         if count + adding > limit:
