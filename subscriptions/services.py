@@ -12,10 +12,10 @@ The push path, from a change to the subscriber, step by step:
    the subscriptions of the consumers they concern (`needs_evaluation`) and deletes the rows.
 3. `subscriptions_evaluate_flagged()` evaluates the flagged subscriptions 500 per transaction
    (`_evaluate_batch`): locks them (skipping those another round holds), previews each
-   orchestration from the pull snapshot, and for each result that differs from the last one
-   pushed writes, in bulk, the PUSH job, the notification (`notifications.services`
-   `deliveries_create`, which supersedes the subscription's older pending one) and the new
-   result. A subscription whose committed orchestration would differ from its preview
+   orchestration from one view of the pull snapshot, and for each result that differs from
+   the last one pushed writes, in bulk, the PUSH job, the notification
+   (`notifications.services` `deliveries_create`, which supersedes the subscription's older
+   pending one) and the new result. A subscription whose committed orchestration would differ from its preview
    (reservations, tokens) is evaluated alone (`subscription_evaluate`, `subscription_push`).
 4. After that commit the notifications are handed over: MQTT ones to one
    `notifications.deliver_batch` task per 100 (without a broker: the process's MQTT pool),
@@ -24,9 +24,10 @@ The push path, from a change to the subscriber, step by step:
    with a newer notification or an older one still in flight, publishes on the process's
    broker connection (`notifications/batch_sending.py`, `notifications/transports.py`) while
    a heartbeat keeps the claims alive, and records each outcome: DELIVERED, FAILED for good,
-   or PENDING again with backoff.
-6. The sweeper (`notifications.sweep`, periodic) hands over what is due and not taken: retries,
-   lost tasks, and the claims of workers that died (their heartbeat stopped).
+   or PENDING again with backoff (those of a batch are retried together, by one task).
+6. The sweeper (`notifications.sweep`, periodic, `notifications/sweeping.py`) hands over what
+   is due and not taken: retries, lost tasks, and the claims of workers that died (their
+   heartbeat stopped).
 """
 import datetime as dt
 import hashlib
