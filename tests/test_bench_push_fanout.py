@@ -134,11 +134,24 @@ def test_lines_show_the_figures_and_judge_the_subscribe_goal() -> None:
     assert "fan-out 2/2 in 2.00 s" in line and "1.0 arrivals/s" in line
     assert "subscribe 500.0 calls/s" in line and "INVALID" not in line
     assert "2000.0 messages/s" in push_fanout.raw_line(raw)
-    ratio, = push_fanout.ratio_lines({"defaults": (fanout, subscribe)}, raw)
+    ratio, goal = push_fanout.ratio_lines({"defaults": (fanout, subscribe)}, raw)
     assert "0.0005" in ratio and ratio.endswith("met") and "NOT" not in ratio
+    assert goal.endswith("not judged (fewer than 10000 subscribers)")
     missing = push_fanout.fanout_figures([(10.5, "t/0", NEW)], 10.0, 2)
     assert "in never" in push_fanout.topology_line("defaults", missing, subscribe)
     assert push_fanout.topology_line("defaults", missing, subscribe).endswith("INVALID")
+
+
+def test_the_fanout_goal_is_judged_per_topology_for_ten_thousand() -> None:
+    arrivals = [(2.0 + n * 0.0008, f"t/{n}", NEW) for n in range(10_000)]  # the last at 10 s
+    fanout = push_fanout.fanout_figures(arrivals, update_at=0.5, subscribers=10_000)  # 9.5 s
+    assert push_fanout.fanout_goal_line("production", fanout).endswith(
+        "goal <= 10 s for 10000 met")
+    late = push_fanout.fanout_figures(arrivals, update_at=-1.5, subscribers=10_000)  # 11.5 s
+    assert push_fanout.fanout_goal_line("production", late).endswith("NOT met")
+    assert push_fanout.fanout_goal_line("defaults", late).endswith("goal <= 20 s for 10000 met")
+    incomplete = push_fanout.fanout_figures(arrivals[:-1], update_at=0.5, subscribers=10_000)
+    assert push_fanout.fanout_goal_line("defaults", incomplete).endswith("NOT met")
 
 
 def test_topologies_differ_in_the_broker_only() -> None:
