@@ -82,6 +82,7 @@ INSTALLED_APPS = [
     "subscriptions",
     "notifications",
     "serviceregistry",
+    "mqtt_api",
 ]
 
 MIDDLEWARE = [
@@ -376,6 +377,12 @@ CELERY_BEAT_SCHEDULE["prune-snapshot-changes"] = {
 
 # --- MQTT (notification delivery) ----------------------------------------------------------
 MQTT_BROKER_URL = env.str("MQTT_BROKER_URL", default="mqtt://127.0.0.1:1883")
+# The MQTT interface (issue 16): every operation also served over the broker.
+MQTT_API_ENABLED = env.bool("MQTT_API_ENABLED", default=False)
+MQTT_API_BASE_TOPIC = env.str("MQTT_API_BASE_TOPIC", default="arrowhead/serviceorchestration/")
+if not MQTT_API_BASE_TOPIC.endswith("/") or any(c in MQTT_API_BASE_TOPIC for c in "#+\x00"):
+    raise ImproperlyConfigured("MQTT_API_BASE_TOPIC must be a topic name ending with '/', "
+                               f"without wildcards, got {MQTT_API_BASE_TOPIC!r}")
 
 # --- REST framework and OpenAPI -------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -35,6 +35,8 @@ from identity.selectors import identity_token_owner, system_identity
 logger = logging.getLogger("serviceorchestration.auth")
 
 OPERATOR_NAME = "Sysop"
+# The WSGI environ key that holds the name of the system a request was authenticated as.
+REQUESTER_ENVIRON_KEY = "arrowhead.requester"
 NO_HEADER = "No authorization header has been provided"
 INVALID_HEADER = "Invalid authorization header"
 
@@ -171,7 +173,11 @@ _POLICIES = {"declared": _declared, "token": _token, "certificate": _certificate
 
 class ArrowheadAuthentication(BaseAuthentication):
     def authenticate(self, request: Request) -> tuple[Requester, None]:
-        return _POLICIES[settings.AUTHENTICATION_POLICY](request), None
+        requester = _POLICIES[settings.AUTHENTICATION_POLICY](request)
+        # For whoever runs the request through WSGI: the MQTT interface answers with it as
+        # the response's `receiver` (mqtt_api/front_door.py).
+        request.META[REQUESTER_ENVIRON_KEY] = requester.name
+        return requester, None
 
     def authenticate_header(self, request: Request) -> str:
         return "Bearer"
