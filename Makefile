@@ -9,7 +9,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/serviceorchestration
 TEST_CELERY_BROKER_URL ?= redis://127.0.0.1:6379/0
 TEST_MQTT_BROKER_URL ?= mqtt://127.0.0.1:1883
 
-.PHONY: run test worker worker-main worker-http beat install clean bench
+.PHONY: run test worker worker-main worker-http beat mqtt-api install clean bench
 
 $(VENV)/.installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -48,6 +48,12 @@ worker-http: $(VENV)/.installed
 
 beat: $(VENV)/.installed
 	$(VENV)/bin/celery --app config beat --loglevel INFO
+
+# The MQTT interface (MQTT_API_ENABLED=true): every operation over the broker. Start several
+# to share the load (MQTT shared subscriptions).
+mqtt-api: $(VENV)/.installed
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py mqtt_api
 
 test: $(VENV)/.installed-test
 	DATABASE_URL=$(TEST_DATABASE_URL) \

@@ -383,6 +383,12 @@ MQTT_API_BASE_TOPIC = env.str("MQTT_API_BASE_TOPIC", default="arrowhead/serviceo
 if not MQTT_API_BASE_TOPIC.endswith("/") or any(c in MQTT_API_BASE_TOPIC for c in "#+\x00"):
     raise ImproperlyConfigured("MQTT_API_BASE_TOPIC must be a topic name ending with '/', "
                                f"without wildcards, got {MQTT_API_BASE_TOPIC!r}")
+# Processes of the MQTT interface share the requests through this MQTT shared subscription
+# group ($share/<group>/...); empty: plain subscriptions (one process only).
+MQTT_API_SHARE_GROUP = env.str("MQTT_API_SHARE_GROUP", default="serviceorchestration")
+# Threads of an MQTT interface process answering requests, and requests it lets wait.
+MQTT_API_THREADS = env_positive_int("MQTT_API_THREADS", 4)
+MQTT_API_QUEUE = env_positive_int("MQTT_API_QUEUE", 1000)
 
 # --- REST framework and OpenAPI -------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -174,7 +174,7 @@ class _Publisher:
 
 
 def _connect(broker: BrokerAddress, deadline: float) -> Client:
-    client = _mqtt_client(broker)
+    client = mqtt_client(broker)
     connected = _MqttConnection(client)
     try:
         client.connect(broker.host, broker.port, keepalive=max(10, settings.MQTT_TIMEOUT_SECONDS))
@@ -196,7 +196,9 @@ def _connect(broker: BrokerAddress, deadline: float) -> Client:
 _publisher = _Publisher()
 
 
-def _mqtt_client(broker: BrokerAddress) -> Client:
+def mqtt_client(broker: BrokerAddress) -> Client:
+    """A paho client for `broker` (clean session, a fresh client id, TLS and credentials
+    from its URL), not connected yet."""
     client = Client(
         callback_api_version=CallbackAPIVersion.VERSION2,
         client_id=f"{settings.SYSTEM_NAME}-{uuid4().hex[:8]}",

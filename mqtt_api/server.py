@@ -1,0 +1,143 @@
+"""The MQTT interface's process (`make mqtt-api`, issue 16): subscribed to every operation's
+topic, it answers each request on its response topic (mqtt_api/front_door.py).
+
+- Several processes share the load: with MQTT_API_SHARE_GROUP (default
+  `serviceorchestration`) the topics are subscribed as MQTT shared subscriptions
+  (`$share/<group>/<topic>`), so the broker hands each request to one of them.
+- A lost connection is reconnected (after 1 s, backing off to 30 s) and every topic is
+  subscribed again on each connect.
+- Bad input never stops the loop: a message too large or not a template is logged and
+  dropped unless it names a usable response topic, which then gets the error; an operation
+  that fails unexpectedly is answered with a 500. Requests are answered by MQTT_API_THREADS
+  threads; beyond MQTT_API_QUEUE waiting requests a new one is answered at once with a 503.
+"""
+import logging
+import queue
+import threading
+from dataclasses import dataclass
+
+from django.conf import settings
+from paho.mqtt.client import Client, MQTTMessage
+
+from mqtt_api.front_door import Answer, answer, error_answer
+from mqtt_api.messages import TemplateError, parse_request, response_bytes
+from mqtt_api.operations import OPERATIONS
+from notifications.transports import broker_address, mqtt_client
+
+logger = logging.getLogger(__name__)
+
+# Above this a message is dropped unread: the HTTP body limit plus room for the template.
+TEMPLATE_OVERHEAD_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class _Received:
+    topic: str
+    payload: bytes
+
+
+def request_topics() -> list[str]:
+    """The topics to subscribe: every operation's, shared when a share group is set."""
+    topics = [settings.MQTT_API_BASE_TOPIC + name for name in OPERATIONS]
+    group = settings.MQTT_API_SHARE_GROUP
+    return [f"$share/{group}/{topic}" for topic in topics] if group else topics
+
+
+class MqttApiServer:
+    def __init__(self) -> None:
+        self._queue: queue.Queue[_Received | None] = queue.Queue(settings.MQTT_API_QUEUE)
+        self._threads = [threading.Thread(target=self._work, name=f"mqtt-api-{n}", daemon=True)
+                         for n in range(settings.MQTT_API_THREADS)]
+        self._client: Client = mqtt_client(broker_address(settings.MQTT_BROKER_URL))
+        self._client.reconnect_delay_set(min_delay=1, max_delay=30)
+        self._client.on_connect = self._on_connect
+        self._client.on_subscribe = self._on_subscribe
+        self._client.on_message = self._on_message
+
+    def serve_forever(self) -> None:
+        """Connect (retrying while the broker is away) and answer until stop()."""
+        for thread in self._threads:
+            thread.start()
+        broker = broker_address(settings.MQTT_BROKER_URL)
+        self._client.connect_async(broker.host, broker.port, keepalive=30)
+        self._client.loop_forever(retry_first_connection=True)
+        for _ in self._threads:
+            self._queue.put(None)
+        for thread in self._threads:
+            thread.join(timeout=settings.MQTT_TIMEOUT_SECONDS)
+
+    def stop(self) -> None:
+        self._client.disconnect()
+
+    def _on_connect(self, client: Client, userdata: object, flags: object, reason: object,
+                    properties: object = None) -> None:
+        if getattr(reason, "is_failure", False):
+            logger.warning("MQTT interface: the broker refused the connection: %s", reason)
+            return
+        client.subscribe([(topic, 1) for topic in request_topics()])
+        logger.info("MQTT interface: connected, subscribing %d operation topics under %s",
+                    len(OPERATIONS), settings.MQTT_API_BASE_TOPIC)
+
+    def _on_subscribe(self, *args: object) -> None:
+        logger.info("MQTT interface: ready (operation topics subscribed)")
+
+    def _on_message(self, client: Client, userdata: object, message: MQTTMessage) -> None:
+        """On paho's network thread: only hand over (or refuse at once when full)."""
+        limit = settings.MAX_REQUEST_BODY_BYTES + TEMPLATE_OVERHEAD_BYTES
+        if len(message.payload) > limit:
+            logger.warning("MQTT interface: dropped a request of %d bytes on %s (at most %d)",
+                           len(message.payload), message.topic, limit)
+            return
+        received = _Received(_request_topic(message.topic), bytes(message.payload))
+        try:
+            self._queue.put_nowait(received)
+        except queue.Full:
+            self._respond(received, lambda topic: error_answer(
+                503, "The MQTT interface has too many requests waiting; try again", topic))
+
+    def _work(self) -> None:
+        while (received := self._queue.get()) is not None:
+            try:
+                self._respond(received, None)
+            except Exception:  # noqa: BLE001 - one request must not stop the thread
+                logger.exception("MQTT interface: answering a request on %s failed",
+                                 received.topic)
+
+    def _respond(self, received: _Received, refusal) -> None:
+        try:
+            request = parse_request(received.payload)
+        except TemplateError as error:
+            if error.response_topic is None:
+                logger.warning("MQTT interface: dropped a message on %s: %s (no usable "
+                               "response topic)", received.topic, error.message)
+                return
+            self._publish(error.response_topic, error.qos, error.trace_id,
+                          error_answer(400, error.message, received.topic))
+            return
+        if refusal is not None:
+            reply = refusal(received.topic)
+        else:
+            try:
+                reply = answer(received.topic, request)
+            except Exception as error:  # noqa: BLE001 - answered, and logged
+                logger.exception("MQTT interface: %s failed", received.topic)
+                reply = error_answer(500, f"Unexpected error: {type(error).__name__}",
+                                     received.topic)
+        if request.response_topic is None:
+            logger.info("MQTT interface: %s answered %d; the request named no response topic",
+                        received.topic, reply.status)
+            return
+        self._publish(request.response_topic, request.qos, request.trace_id, reply)
+
+    def _publish(self, topic: str, qos: int, trace_id: str | None, reply: Answer) -> None:
+        self._client.publish(topic, response_bytes(status=reply.status, trace_id=trace_id,
+                                                   receiver=reply.receiver,
+                                                   payload=reply.payload), qos=qos)
+
+
+def _request_topic(topic: str) -> str:
+    """The operation's topic of a message (a shared subscription delivers the plain topic;
+    some brokers keep the share prefix)."""
+    if topic.startswith("$share/"):
+        return topic.split("/", 2)[2]
+    return topic
