@@ -14,6 +14,8 @@ from typing import Any
 
 from django.conf import settings
 
+from notifications.transports import broker_address
+
 # The framework version the Java systems register with (`Constants.AH_FRAMEWORK_VERSION`).
 FRAMEWORK_VERSION = "5.2.0"
 SERVICE_VERSION = "1.0.0"
@@ -34,6 +36,9 @@ class PublishedService:
     base_path: str
     operations: dict[str, Operation]
     metadata: dict[str, Any] = field(default_factory=dict)
+    # Below MQTT_API_BASE_TOPIC: the topics of its operations over the MQTT interface
+    # (mqtt_api/operations.py); None for a service the reference does not serve over MQTT.
+    mqtt_base: str | None = None
 
     @property
     def is_management(self) -> bool:
@@ -58,7 +63,7 @@ SERVICES: tuple[PublishedService, ...] = (
     PublishedService("generalManagement", "/serviceorchestration/general/mgmt", {
         "get-log": Operation("POST", "/logs", "general.view_logentry"),
         "get-config": Operation("GET", "/get-config", "general.view_config"),
-    }),
+    }, mqtt_base="general/management/"),
     PublishedService("serviceOrchestrationPushManagement", f"{ORCHESTRATION}/mgmt/push", {
         "subscribe": Operation("POST", "/subscribe", "subscriptions.add_subscription"),
         # As the Java system registers it (its controller takes `?ids=`; we serve both).
@@ -66,17 +71,17 @@ SERVICES: tuple[PublishedService, ...] = (
                                  "subscriptions.delete_subscription"),
         "trigger": Operation("POST", "/trigger", "subscriptions.change_subscription"),
         "query": Operation("POST", "/query", "subscriptions.view_subscription"),
-    }),
+    }, mqtt_base="orchestration/management/push/"),
     PublishedService("serviceOrchestrationSimpleStoreManagement",
                      f"{ORCHESTRATION}/mgmt/simple-store", {
         "query": Operation("POST", "/query", "store.view_rule"),
         "create": Operation("POST", "/create", "store.add_rule"),
         "modify-priorities": Operation("PUT", "/modify-priorities", "store.change_rule"),
         "remove": Operation("DELETE", "/remove", "store.delete_rule"),
-    }),
+    }, mqtt_base="orchestration/management/store/"),
     PublishedService("serviceOrchestrationHistoryManagement", f"{ORCHESTRATION}/mgmt/history", {
         "query": Operation("POST", "/query", "orchestration.view_orchestrationjob"),
-    }),
+    }, mqtt_base="orchestration/management/history/"),
     # Not in the Java system: the catalog of provider instances (docs/service-instances.md).
     PublishedService("serviceOrchestrationServiceInstanceManagement",
                      f"{ORCHESTRATION}/mgmt/service-instances", {
@@ -89,7 +94,8 @@ SERVICES: tuple[PublishedService, ...] = (
         "pull": Operation("POST", "/pull"),
         "subscribe": Operation("POST", "/subscribe"),
         "unsubscribe": Operation("DELETE", "/unsubscribe/{id}"),
-    }, metadata={"orchestrationStrategy": "simpleStore", "unrestrictedDiscovery": True}),
+    }, metadata={"orchestrationStrategy": "simpleStore", "unrestrictedDiscovery": True},
+        mqtt_base="orchestration/"),
 )
 
 _OPERATIONS = {(service.definition, name): ServiceOperation(
@@ -121,7 +127,36 @@ def service_register_bodies() -> list[dict[str, Any]]:
     """One ServiceInstanceCreateRequestDTO per published service, never expiring."""
     return [{"serviceDefinitionName": service.definition, "version": SERVICE_VERSION,
              "expiresAt": None, "metadata": dict(service.metadata),
-             "interfaces": [_interface(service)]} for service in SERVICES]
+             "interfaces": _interfaces(service)} for service in SERVICES]
+
+
+def _interfaces(service: PublishedService) -> list[dict[str, Any]]:
+    interfaces = [_interface(service)]
+    if settings.MQTT_API_ENABLED and service.mqtt_base is not None:
+        interfaces.append(_mqtt_interface(service))
+    return interfaces
+
+
+def _mqtt_interface(service: PublishedService) -> dict[str, Any]:
+    """generic_mqtt, or generic_mqtts for a TLS broker: the properties of the Java
+    MqttInterfaceModel (the broker's address and port, the base topic, the operations as a
+    list of names)."""
+    broker = broker_address(settings.MQTT_BROKER_URL)
+    return {
+        "templateName": "generic_mqtts" if broker.tls else "generic_mqtt",
+        "protocol": "ssl" if broker.tls else "tcp",
+        "policy": _policy(),
+        "properties": {
+            "accessAddresses": [broker.host],
+            "accessPort": broker.port,
+            "baseTopic": settings.MQTT_API_BASE_TOPIC + service.mqtt_base,
+            "operations": list(service.operations),
+        },
+    }
+
+
+def _policy() -> str:
+    return "CERT_AUTH" if settings.AUTHENTICATION_POLICY == "certificate" else "NONE"
 
 
 def _interface(service: PublishedService) -> dict[str, Any]:
@@ -131,7 +166,7 @@ def _interface(service: PublishedService) -> dict[str, Any]:
     return {
         "templateName": "generic_https" if secure else "generic_http",
         "protocol": "https" if secure else "http",
-        "policy": "CERT_AUTH" if settings.AUTHENTICATION_POLICY == "certificate" else "NONE",
+        "policy": _policy(),
         "properties": {
             "accessAddresses": [settings.SERVICE_ADDRESS],
             "accessPort": settings.PORT,

@@ -153,3 +153,36 @@ class OperationTableTests:
                 declared = served_operation(view, method)
                 if declared is not None and declared.is_management:
                     assert "mgmt/" in route, (route, method)
+
+
+class MqttInterfaceTests:
+    def test_with_the_mqtt_interface_the_java_services_also_register_generic_mqtt(
+            self, settings):
+        settings.MQTT_API_ENABLED = True
+        settings.MQTT_BROKER_URL = "mqtt://broker.local:1884"
+        bodies = {body["serviceDefinitionName"]: body for body in service_register_bodies()}
+        mqtt = {name: body["interfaces"][1] for name, body in bodies.items()
+                if len(body["interfaces"]) == 2}
+        assert set(mqtt) == {"generalManagement", "serviceOrchestrationPushManagement",
+                             "serviceOrchestrationSimpleStoreManagement",
+                             "serviceOrchestrationHistoryManagement", "serviceOrchestration"}
+        assert mqtt["serviceOrchestration"] == {
+            "templateName": "generic_mqtt", "protocol": "tcp", "policy": "NONE",
+            "properties": {"accessAddresses": ["broker.local"], "accessPort": 1884,
+                           "baseTopic": "arrowhead/serviceorchestration/orchestration/",
+                           "operations": ["pull", "subscribe", "unsubscribe"]}}
+        settings.MQTT_BROKER_URL = "mqtts://broker.local"
+        secure = service_register_bodies()[0]["interfaces"][1]
+        assert (secure["templateName"], secure["protocol"], secure["properties"]["accessPort"]) \
+            == ("generic_mqtts", "ssl", 8883)
+
+    def test_every_registered_mqtt_operation_is_served_on_its_topic(self):
+        from mqtt_api.operations import OPERATIONS
+
+        registered = {service.mqtt_base + name for service in SERVICES
+                      if service.mqtt_base is not None for name in service.operations}
+        assert registered == set(OPERATIONS)
+
+    def test_without_it_only_http_is_registered(self, settings):
+        settings.MQTT_API_ENABLED = False
+        assert all(len(body["interfaces"]) == 1 for body in service_register_bodies())
