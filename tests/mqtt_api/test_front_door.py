@@ -124,6 +124,23 @@ class ErrorTests:
             "Unknown operation: teleport"
 
 
+class IdentityPolicyTests:
+    def test_an_identity_token_identifies_the_requester(self, catalog, settings):
+        from identity.services import identity_token_issue
+
+        settings.AUTHENTICATION_POLICY = "token"
+        token, _ = identity_token_issue(system_name="Car1", operator=False, ttl_seconds=60)
+        template = {"responseTopic": "r", "authentication": f"IDENTITY-TOKEN//{token}",
+                    "payload": {}}
+        reply = answer(BASE + "orchestration/pull", parse_request(json.dumps(template).encode()))
+        assert (reply.status, reply.receiver) == (200, "Car1")
+
+    def test_no_certificate_identity_over_mqtt(self, catalog, settings):
+        settings.AUTHENTICATION_POLICY = "certificate"
+        reply = ask("orchestration/pull", {})
+        assert reply.status == 401 and reply.receiver is None
+
+
 class TemplateTests:
     @pytest.mark.parametrize("raw", [b"", b"{", b"[1]", b"\xff\xfe", b"null",
                                      b"[" * 100000 + b"]" * 100000])

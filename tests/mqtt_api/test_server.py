@@ -15,6 +15,7 @@ import pytest
 from paho.mqtt.client import Client
 from paho.mqtt.enums import CallbackAPIVersion
 
+from mqtt_api.operations import OPERATIONS
 from tests.endpoints import free_port, mosquitto
 from tests.store.helpers import instance_body, make_instances, make_rules
 from tests.worker import ROOT, _database_url
@@ -128,6 +129,47 @@ class RoundTripTests:
         finally:
             caller.close()
             api.stop()
+
+
+class EveryOperationTests:
+    def test_every_operation_round_trips_through_the_broker(self, catalog, broker, base,
+                                                            tmp_path):
+        port, _ = broker
+        api, caller = Api(port, base, tmp_path / "api.log"), Caller(port, base)
+        subscription = {"orchestrationRequest": PULL_BODY, "notifyInterface": {
+            "protocol": "MQTT", "properties": {"topic": "car1/r"}}}
+        answered = {}
+
+        def call(operation: str, payload, system: str = "Sysop", **kwargs) -> dict:
+            reply = caller.ask(operation, payload, system=system, **kwargs)
+            assert reply["status"] < 300, (operation, reply)
+            answered[operation] = reply["status"]
+            return reply["payload"]
+
+        try:
+            call("orchestration/pull", PULL_BODY, system="Car1")
+            own = call("orchestration/subscribe", subscription, system="Car1",
+                       params={"trigger": "false"})
+            call("orchestration/unsubscribe", own, system="Car1")
+            store = "orchestration/management/store/"
+            rule = call(store + "query", {})["entries"][0]["id"]
+            call(store + "create", {"entries": [{"consumer": "Car2", "serviceInstanceId": SHARED,
+                                                 "priority": 1}]})
+            call(store + "modify-priorities", {rule: 3})
+            call(store + "remove", [rule])
+            push = "orchestration/management/push/"
+            pushed = call(push + "subscribe", {"subscriptions": [
+                {**subscription, "targetSystemName": "Car1"}]})["entries"][0]["id"]
+            call(push + "query", {})
+            call(push + "trigger", {"subscriptionIds": [pushed]})
+            call(push + "unsubscribe", [pushed])
+            call("orchestration/management/history/query", {})
+            call("general/management/get-log", {})
+            call("general/management/get-config", ["max.page.size"])
+        finally:
+            caller.close()
+            api.stop()
+        assert set(answered) == set(OPERATIONS)  # every operation, each answered 2xx
 
 
 class BadInputTests:
