@@ -59,7 +59,13 @@ def answer(topic: str, request: MqttRequest) -> Answer:
     environ = _environ(operation.method, path, query, body, request.authentication)
     status, content_type, content = _run(environ)
     receiver = environ.get(REQUESTER_ENVIRON_KEY)
-    return Answer(status, _payload(status, content_type, content, topic), receiver)
+    payload = _payload(status, content_type, content, topic)
+    if status >= 400 and isinstance(payload, dict) and isinstance(payload.get("errorMessage"),
+                                                                    str):
+        # Messages that name the request's URL (the certificate policy's) name the topic.
+        payload["errorMessage"] = payload["errorMessage"].replace(
+            f"http://{environ['SERVER_NAME']}{path}", topic)
+    return Answer(status, payload, receiver)
 
 
 def _http_parts(operation: Operation, request: MqttRequest) -> tuple[str, str, bytes]:
@@ -85,7 +91,7 @@ def _environ(method: str, path: str, query: str, body: bytes,
              authentication: str | None) -> dict[str, Any]:
     environ: dict[str, Any] = {
         "REQUEST_METHOD": method, "SCRIPT_NAME": "", "PATH_INFO": path, "QUERY_STRING": query,
-        "SERVER_NAME": "localhost", "SERVER_PORT": "0", "SERVER_PROTOCOL": "HTTP/1.1",
+        "SERVER_NAME": "localhost", "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1",
         "REMOTE_ADDR": "127.0.0.1", "HTTP_ACCEPT": "application/json",
         "wsgi.version": (1, 0), "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(body),
         "wsgi.errors": io.StringIO(), "wsgi.multithread": True, "wsgi.multiprocess": True,

@@ -139,6 +139,8 @@ class IdentityPolicyTests:
         settings.AUTHENTICATION_POLICY = "certificate"
         reply = ask("orchestration/pull", {})
         assert reply.status == 401 and reply.receiver is None
+        assert reply.payload["errorMessage"] == \
+            f"Unauthenticated access attempt: {BASE}orchestration/pull"  # not an internal URL
 
 
 class TemplateTests:
