@@ -174,7 +174,9 @@ class _Publisher:
 
 
 def _connect(broker: BrokerAddress, deadline: float) -> Client:
-    client = mqtt_client(broker)
+    # A lost publisher connection stays lost: the next publish opens a new one (client()),
+    # so paho's own reconnecting in the background would be a second, racing policy.
+    client = mqtt_client(broker, reconnect=False)
     connected = _MqttConnection(client)
     try:
         client.connect(broker.host, broker.port, keepalive=max(10, settings.MQTT_TIMEOUT_SECONDS))
@@ -196,14 +198,16 @@ def _connect(broker: BrokerAddress, deadline: float) -> Client:
 _publisher = _Publisher()
 
 
-def mqtt_client(broker: BrokerAddress) -> Client:
+def mqtt_client(broker: BrokerAddress, *, reconnect: bool = True) -> Client:
     """A paho client for `broker` (clean session, a fresh client id, TLS and credentials
-    from its URL), not connected yet."""
+    from its URL), not connected yet. With `reconnect`, its network loop reconnects by
+    itself after a lost connection."""
     client = Client(
         callback_api_version=CallbackAPIVersion.VERSION2,
         client_id=f"{settings.SYSTEM_NAME}-{uuid4().hex[:8]}",
         clean_session=True,
         protocol=MQTTProtocolVersion.MQTTv311,
+        reconnect_on_failure=reconnect,
     )
     client.connect_timeout = float(settings.MQTT_TIMEOUT_SECONDS)
     if broker.tls:

@@ -1,5 +1,6 @@
 """The outbound adapters against a real Mosquitto and a real local HTTP server (no database)."""
 import json
+import socket
 import time
 
 import pytest
@@ -51,11 +52,13 @@ class MqttTransportTests:
     def test_a_lost_connection_is_opened_again_at_the_next_publish(self, mqtt_receiver):
         send("MQTT", {"topic": mqtt_receiver.topic}, BODY)
         lost = transports._publisher._client
-        lost.socket().close()  # the broker or the network dropped it
+        # The broker or the network drops it: the peer ends the stream under paho's loop.
+        lost.socket().shutdown(socket.SHUT_RDWR)
         deadline = time.monotonic() + 10
         while lost.is_connected() and time.monotonic() < deadline:
             time.sleep(0.05)
         send("MQTT", {"topic": mqtt_receiver.topic}, {"after": "reconnect"})
+        assert not lost.is_connected()  # stays lost: the publisher alone reconnects
         assert transports._publisher._client is not lost
         assert [json.loads(mqtt_receiver.get().payload) for _ in range(2)] == [
             BODY, {"after": "reconnect"}]
