@@ -4,7 +4,9 @@ identity, permissions, the services and the error envelope are therefore the HTT
 operation's, not a second copy: only the transport differs.
 
 The `authentication` field is the value of the HTTP `Authorization: Bearer` header
-(`SYSTEM//<name>`, `IDENTITY-TOKEN//<token>`, as the reference's MQTT filters read it). The
+(`SYSTEM//<name>`, `IDENTITY-TOKEN//<token>`, as the reference's MQTT filters read it). Under
+the certificate policy it is the requester's certificate (Base64 of its PEM), verified here
+(identity.presented_certificates) and handed on as an HTTPS client's would be. The
 answer's `receiver` is the requester the authentication identified; an error's `origin` is the
 request topic, as the reference has it.
 """
@@ -16,7 +18,9 @@ from typing import Any
 from django.conf import settings
 from django.core.handlers.wsgi import WSGIHandler
 
+from config.workers import CLIENT_CERT_ENVIRON_KEY
 from identity.authentication import REQUESTER_ENVIRON_KEY
+from identity.presented_certificates import PresentedCertificateError, presented_certificate
 from mqtt_api.messages import MqttRequest
 from mqtt_api.operations import OPERATIONS, PATH, QUERY, Operation
 
@@ -52,11 +56,21 @@ def answer(topic: str, request: MqttRequest) -> Answer:
     operation = OPERATIONS.get(topic[len(base):]) if topic.startswith(base) else None
     if operation is None:
         return error_answer(400, f"Unknown operation: {topic.rsplit('/', 1)[-1]}", topic)
+    certificate = None
+    if settings.AUTHENTICATION_POLICY == "certificate":  # identity before the payload, as HTTP
+        try:
+            certificate = presented_certificate(request.authentication, settings.TLS_CA_FILE)
+        except PresentedCertificateError as error:
+            return error_answer(401, str(error), topic)
     try:
         path, query, body = _http_parts(operation, request)
     except ValueError as error:
         return error_answer(400, f"Could not parse payload. Reason: {error}", topic)
-    environ = _environ(operation.method, path, query, body, request.authentication)
+    if certificate is None:
+        environ = _environ(operation.method, path, query, body, request.authentication)
+    else:
+        environ = _environ(operation.method, path, query, body, None)
+        environ[CLIENT_CERT_ENVIRON_KEY] = certificate
     status, content_type, content = _run(environ)
     receiver = environ.get(REQUESTER_ENVIRON_KEY)
     payload = _payload(status, content_type, content, topic)

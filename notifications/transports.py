@@ -176,7 +176,11 @@ class _Publisher:
 def _connect(broker: BrokerAddress, deadline: float) -> Client:
     # A lost publisher connection stays lost: the next publish opens a new one (client()),
     # so paho's own reconnecting in the background would be a second, racing policy.
-    client = mqtt_client(broker, reconnect=False)
+    try:
+        client = mqtt_client(broker, reconnect=False)
+    except OSError as exc:  # TLS_CA_FILE / TLS_CERT_FILE missing or unreadable: fixable
+        raise TransportError(f"MQTT broker {broker.host}:{broker.port}: TLS settings: {exc}",
+                             transient=True) from exc
     connected = _MqttConnection(client)
     try:
         client.connect(broker.host, broker.port, keepalive=max(10, settings.MQTT_TIMEOUT_SECONDS))
@@ -199,8 +203,9 @@ _publisher = _Publisher()
 
 
 def mqtt_client(broker: BrokerAddress, *, reconnect: bool = True) -> Client:
-    """A paho client for `broker` (clean session, a fresh client id, TLS and credentials
-    from its URL), not connected yet. With `reconnect`, its network loop reconnects by
+    """A paho client for `broker` (clean session, a fresh client id, credentials from its
+    URL; for mqtts:// TLS trusting TLS_CA_FILE, or the system's CAs without it, and presenting
+    TLS_CERT_FILE when set), not connected yet. With `reconnect`, its network loop reconnects by
     itself after a lost connection."""
     client = Client(
         callback_api_version=CallbackAPIVersion.VERSION2,
@@ -210,8 +215,10 @@ def mqtt_client(broker: BrokerAddress, *, reconnect: bool = True) -> Client:
         reconnect_on_failure=reconnect,
     )
     client.connect_timeout = float(settings.MQTT_TIMEOUT_SECONDS)
-    if broker.tls:
-        client.tls_set()  # the system's default CA store, hostname checked
+    if broker.tls:  # as to other Arrowhead systems: our CA and our certificate, when we have them
+        client.tls_set(ca_certs=settings.TLS_CA_FILE or None,
+                       certfile=settings.TLS_CERT_FILE or None,
+                       keyfile=settings.TLS_KEY_FILE or None)  # hostname checked
     if broker.username is not None:
         client.username_pw_set(broker.username, broker.password)
     return client

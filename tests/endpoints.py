@@ -171,22 +171,34 @@ class MqttReceiver:
 
 
 @contextmanager
-def mosquitto(port: int, *, persistence: Path | None = None) -> Iterator[subprocess.Popen]:
+def mosquitto(port: int, *, persistence: Path | None = None,
+              tls: Path | None = None) -> Iterator[subprocess.Popen]:
     """A second, real broker on 127.0.0.1:`port` (Mosquitto's default config listens on
     loopback only), stopped on exit. With `persistence` (a `broker_state_directory()`) it
     keeps its clients' sessions and queued messages there across a stop and a start, as a
-    production broker would."""
-    command = ["mosquitto", "-p", str(port)]
+    production broker would. With `tls` (a `broker_state_directory()` holding `make_certificates`
+    output with a `Broker` certificate) it speaks only TLS and admits only clients presenting a
+    certificate of that CA, whose CN becomes their user name: the broker an Arrowhead cloud
+    runs under the certificate policy."""
+    lines = [f"listener {port} 127.0.0.1"]
     if persistence is not None:
-        config = persistence / "mosquitto.conf"
-        config.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\n"
-                          f"persistence true\npersistence_location {persistence}/\n")
+        lines += ["persistence true", f"persistence_location {persistence}/"]
+    if tls is not None:
+        lines += [f"cafile {tls}/ca.pem", f"certfile {tls}/Broker.pem",
+                  f"keyfile {tls}/Broker.key", "require_certificate true",
+                  "use_identity_as_username true", "allow_anonymous false"]
+    else:
+        lines.append("allow_anonymous true")
+    command = ["mosquitto", "-p", str(port)]
+    if persistence is not None or tls is not None:
+        config = (persistence or tls) / f"mosquitto-{port}.conf"
+        config.write_text("\n".join(lines) + "\n")
         command = ["mosquitto", "-c", str(config)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for(lambda: _accepts(port) or process.poll() is not None,
                  what=f"mosquitto on port {port}")
-        assert process.poll() is None, f"mosquitto -p {port} exited with {process.returncode}"
+        assert process.poll() is None, f"{' '.join(command)} exited with {process.returncode}"
         yield process
     finally:
         process.terminate()

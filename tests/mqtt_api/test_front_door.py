@@ -11,12 +11,11 @@ from mqtt_api.front_door import answer
 from mqtt_api.messages import TemplateError, parse_request, response_bytes
 from store.models import Rule
 from subscriptions.models import Subscription
-from tests.store.helpers import instance_body, make_instances, make_rules
+from tests.mqtt_api.clients import PULL_BODY, SHARED, presented
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BASE = "arrowhead/serviceorchestration/"
-SHARED = "Shared|temperatureInfo|1.0.0"
 
 
 def ask(operation: str, payload=None, *, system: str | None = "Car1", params=None):
@@ -27,12 +26,6 @@ def ask(operation: str, payload=None, *, system: str | None = "Car1", params=Non
     if params is not None:
         template["params"] = params
     return answer(BASE + operation, parse_request(json.dumps(template).encode()))
-
-
-@pytest.fixture
-def catalog():
-    make_instances(instance_body("Shared", metadata={"v": 1}))
-    make_rules(("Car1", SHARED, 1))
 
 
 SUBSCRIBE = {"orchestrationRequest": {"serviceRequirement": {"serviceDefinition":
@@ -135,44 +128,48 @@ class IdentityPolicyTests:
         reply = answer(BASE + "orchestration/pull", parse_request(json.dumps(template).encode()))
         assert (reply.status, reply.receiver) == (200, "Car1")
 
-    def test_no_certificate_identity_over_mqtt(self, catalog, settings):
+
+class CertificatePolicyTests:
+    @pytest.fixture(autouse=True)
+    def certificate_policy(self, settings, cloud_certificates):
         settings.AUTHENTICATION_POLICY = "certificate"
-        reply = ask("orchestration/pull", {})
-        assert reply.status == 401 and reply.receiver is None
-        assert reply.payload["errorMessage"] == \
-            f"Unauthenticated access attempt: {BASE}orchestration/pull"  # not an internal URL
+        settings.MANAGEMENT_POLICY = "sysop-only"
+        settings.TLS_CA_FILE = str(cloud_certificates / "ca.pem")
+        settings.TLS_CERT_FILE = str(cloud_certificates / "SimpleStoreServiceOrchestration.pem")
+        settings.TLS_KEY_FILE = str(cloud_certificates / "SimpleStoreServiceOrchestration.key")
 
+    def ask(self, operation: str, payload, authentication):
+        template = {"traceId": "t", "responseTopic": "r", "payload": payload}
+        if authentication is not None:
+            template["authentication"] = authentication
+        return answer(BASE + operation, parse_request(json.dumps(template).encode()))
 
-class TemplateTests:
-    @pytest.mark.parametrize("raw", [b"", b"{", b"[1]", b"\xff\xfe", b"null",
-                                     b"[" * 100000 + b"]" * 100000])
-    def test_an_unreadable_message_has_no_topic_to_answer(self, raw):
-        with pytest.raises(TemplateError) as refused:
-            parse_request(raw)
-        assert refused.value.response_topic is None
+    def test_the_presented_certificate_identifies_the_requester(self, catalog,
+                                                                 cloud_certificates):
+        car = presented(cloud_certificates / "Car1")
+        pulled = self.ask("orchestration/pull", PULL_BODY, car)
+        assert (pulled.status, pulled.receiver) == (200, "Car1")
+        assert [r["serviceInstanceId"] for r in pulled.payload["results"]] == [SHARED]
+        refused = self.ask("orchestration/management/store/query", {}, car)
+        assert (refused.status, refused.receiver) == (403, "Car1")
+        managed = self.ask("orchestration/management/store/query", {},
+                           presented(cloud_certificates / "Sysop"))
+        assert (managed.status, managed.receiver) == (200, "Sysop")
+        assert managed.payload["count"] == 1
 
-    @pytest.mark.parametrize("template, message", [
-        ({"qosRequirement": 3}, "Unknown MQTT QoS value: 3"),
-        ({"qosRequirement": "1"}, "Unknown MQTT QoS value: 1"),
-        ({"authentication": 5}, "Invalid authentication info"),
-        ({"params": {"trigger": True}}, "Invalid message template. Reason: params must map "
-                                        "names to strings"),
+    @pytest.mark.parametrize("holder, status, message", [
+        (None, 401, "No authentication key has been provided"),
+        ("SYSTEM//Car1", 401, "Invalid authentication key has been provided"),
+        ("untrusted/Impostor", 401, "Invalid authentication key has been provided"),
+        ("Stranger", 403, f"Unauthorized access: {BASE}orchestration/pull, from foreign cloud"),
+        ("Gadget", 403, f"Unauthorized access: {BASE}orchestration/pull, invalid certificate "
+                        "type: DEVICE"),
     ])
-    def test_a_bad_field_is_answered_on_the_response_topic(self, template, message):
-        with pytest.raises(TemplateError) as refused:
-            parse_request(json.dumps({"responseTopic": "r/t", "traceId": "x",
-                                      **template}).encode())
-        assert (refused.value.message, refused.value.response_topic,
-                refused.value.trace_id) == (message, "r/t", "x")
-
-    @pytest.mark.parametrize("topic", ["r/#", "r/+/x", "", 5, "a\x00b"])
-    def test_a_response_topic_must_be_a_plain_topic_name(self, topic):
-        assert parse_request(json.dumps({"responseTopic": topic}).encode()).response_topic \
-            is None
-
-    def test_a_missing_qos_means_qos_0(self):
-        assert parse_request(b'{"responseTopic": "r"}').qos == 0
-
-    def test_the_response_leaves_out_what_has_no_value(self):
-        assert json.loads(response_bytes(status=204, trace_id=None, receiver=None,
-                                         payload=None)) == {"status": 204, "payload": ""}
+    def test_who_is_refused_and_with_what(self, cloud_certificates, holder, status, message):
+        authentication = holder if holder is None or "//" in holder else \
+            presented(cloud_certificates / holder)
+        reply = self.ask("orchestration/pull", {"serviceRequirement": "not even valid"},
+                         authentication)  # identity is checked before the payload, as HTTP
+        assert (reply.status, reply.payload["errorMessage"]) == (status, message)
+        assert reply.payload["origin"] == BASE + "orchestration/pull"
+        assert reply.receiver is None

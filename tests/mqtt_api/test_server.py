@@ -3,96 +3,15 @@ consumer that speaks only MQTT pulls, subscribes and unsubscribes; bad input is 
 dropped without stopping the loop; two processes on a shared subscription answer each
 request once; a broker restart is survived (a throw-away Mosquitto on its own port)."""
 import json
-import os
-import queue
-import subprocess
-import sys
 import time
-import uuid
-from pathlib import Path
 
 import pytest
-from paho.mqtt.client import Client
-from paho.mqtt.enums import CallbackAPIVersion
 
 from mqtt_api.operations import OPERATIONS
 from tests.endpoints import free_port, mosquitto
-from tests.store.helpers import instance_body, make_instances, make_rules
-from tests.worker import ROOT, _database_url
+from tests.mqtt_api.clients import PULL_BODY, SHARED, Api, Caller
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-SHARED = "Shared|temperatureInfo|1.0.0"
-PULL_BODY = {"serviceRequirement": {"serviceDefinition": "temperatureInfo"}}
-
-
-class Api:
-    """One MQTT interface process (its own base topic, so that tests do not meet)."""
-
-    def __init__(self, port: int, base: str, log: Path, **env: str) -> None:
-        self.log = log
-        environment = {**os.environ, "DATABASE_URL": _database_url(), "CELERY_BROKER_URL": "",
-                       "MQTT_BROKER_URL": f"mqtt://127.0.0.1:{port}", "MQTT_API_ENABLED": "true",
-                       "MQTT_API_BASE_TOPIC": base, "CONN_MAX_AGE": "0", **env}
-        with log.open("a") as output:
-            self.process = subprocess.Popen([sys.executable, "manage.py", "mqtt_api"], cwd=ROOT,
-                                            env=environment, stdout=output,
-                                            stderr=subprocess.STDOUT)
-        self.wait_ready(1)
-
-    def wait_ready(self, times: int) -> None:
-        deadline = time.monotonic() + 30
-        while self.log.read_text().count("ready (operation topics subscribed)") < times:
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                pytest.fail(f"the MQTT interface is not ready:\n{self.log.read_text()[-3000:]}",
-                            pytrace=False)
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
-class Caller:
-    """A client that speaks only MQTT: publishes templates, collects answers."""
-
-    def __init__(self, port: int, base: str) -> None:
-        self.base, self.reply_topic = base, f"test/replies/{uuid.uuid4().hex}"
-        self.answers: queue.Queue[dict] = queue.Queue()
-        self.client = Client(callback_api_version=CallbackAPIVersion.VERSION2,
-                             client_id=f"caller-{uuid.uuid4().hex[:8]}")
-        self.client.on_message = lambda c, u, m: self.answers.put(json.loads(m.payload))
-        self.client.connect("127.0.0.1", port)
-        self.client.loop_start()
-        self.client.subscribe(self.reply_topic, qos=1)[1]
-        time.sleep(0.2)  # SUBACK
-
-    def send(self, operation: str, payload=None, *, system: str = "Car1", raw: bytes = None,
-             **template) -> None:
-        message = raw if raw is not None else json.dumps({
-            "traceId": template.pop("trace", "t"), "authentication": f"SYSTEM//{system}",
-            "responseTopic": self.reply_topic, "qosRequirement": 1, "payload": payload,
-            **template}).encode()
-        self.client.publish(self.base + operation, message, qos=1).wait_for_publish(5)
-
-    def ask(self, operation: str, payload=None, **kwargs) -> dict:
-        self.send(operation, payload, **kwargs)
-        return self.answers.get(timeout=15)
-
-    def close(self) -> None:
-        self.client.disconnect()
-        self.client.loop_stop()
-
-
-@pytest.fixture
-def catalog():
-    make_instances(instance_body("Shared", metadata={"v": 1}))
-    make_rules(("Car1", SHARED, 1))
 
 
 @pytest.fixture
@@ -100,11 +19,6 @@ def broker():
     port = free_port()
     with mosquitto(port) as process:
         yield port, process
-
-
-@pytest.fixture
-def base() -> str:
-    return f"test/so-{uuid.uuid4().hex[:8]}/"
 
 
 class RoundTripTests:

@@ -24,6 +24,13 @@ class MqttTransportTests:
         send("MQTT", {"topic": mqtt_receiver.topic}, BODY)
         assert mqtt_receiver.get().qos == 2
 
+    def test_unreadable_tls_files_are_reported_as_transient(self, settings, tmp_path):
+        settings.MQTT_BROKER_URL = f"mqtts://127.0.0.1:{free_port()}"
+        settings.TLS_CA_FILE = str(tmp_path / "missing-ca.pem")
+        with pytest.raises(TransportError, match="TLS settings") as error:
+            send("MQTT", {"topic": "test/nobody"}, BODY)
+        assert error.value.transient
+
     def test_it_reports_an_unreachable_broker_as_transient(self, settings):
         settings.MQTT_BROKER_URL = f"mqtt://127.0.0.1:{free_port()}"
         with pytest.raises(TransportError) as error:

@@ -5,6 +5,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from mqtt_api.server import MqttApiServer
+from notifications.transports import broker_address
 from orchestration.snapshot import snapshot_start
 
 
@@ -16,6 +17,11 @@ class Command(BaseCommand):
             raise CommandError("The MQTT interface is off: set MQTT_API_ENABLED=true")
         if not settings.MQTT_BROKER_URL:
             raise CommandError("The MQTT interface needs MQTT_BROKER_URL")
+        if settings.AUTHENTICATION_POLICY == "certificate" and \
+                not broker_address(settings.MQTT_BROKER_URL).tls:
+            # Only a TLS broker can admit just the cloud's certificate holders (mqtt-api.md).
+            raise CommandError("The certificate policy over MQTT needs a TLS broker: "
+                               "MQTT_BROKER_URL=mqtts://…")
         server = MqttApiServer()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *args: server.stop())
