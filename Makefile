@@ -23,6 +23,7 @@ $(VENV)/.installed-test: requirements-test.txt $(VENV)/.installed
 install: $(VENV)/.installed
 
 run: $(VENV)/.installed
+	$(PY) manage.py ensure_database
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(VENV)/bin/gunicorn --config python:config.gunicorn config.wsgi
@@ -47,11 +48,13 @@ worker-http: $(VENV)/.installed
 		--pool threads --concurrency $(NOTIFY_HTTP_CONCURRENCY)
 
 beat: $(VENV)/.installed
+	mkdir -p var
 	$(VENV)/bin/celery --app config beat --loglevel INFO
 
 # The MQTT interface (MQTT_API_ENABLED=true): every operation over the broker. Start several
 # to share the load (MQTT shared subscriptions).
 mqtt-api: $(VENV)/.installed
+	$(PY) manage.py ensure_database
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py mqtt_api
 

@@ -316,6 +316,9 @@ CELERY_WORKER_CONCURRENCY = env_positive_int("WORKER_CONCURRENCY", 2 * (os.cpu_c
 # A change burst (bulk edits, imports) is evaluated once this many seconds after it began.
 SUBSCRIPTION_COALESCE_SECONDS = env.float("SUBSCRIPTION_COALESCE_SECONDS", default=1.0)
 INSTANCE_CLEANUP_INTERVAL_SECONDS = env_positive_int("INSTANCE_CLEANUP_INTERVAL_SECONDS", 60)
+# Beat's schedule file goes with the other runtime files into var/ (git-ignored), not into
+# the working directory; `make beat` creates var/ first.
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "remove-expired-instances": {
         "task": "store.remove_expired_instances",

@@ -5,6 +5,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,24 +18,34 @@ from tests import services
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _database_url() -> str:
+def _database_url(name: str | None = None) -> str:
+    """The test database's URL, or that of database `name` on the same server."""
     db = connection.settings_dict
     credentials = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
     return (f"postgres://{credentials}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/"
-            f"{db['NAME']}")
+            f"{name or db['NAME']}")
 
 
-def _wait_until_ready(process: subprocess.Popen, log_path: Path, timeout: float = 60) -> None:
+def wait_for_output(process: subprocess.Popen, log_path: Path, ready: Callable[[str], bool],
+                    what: str, timeout: float = 60) -> str:
+    """Wait until `ready` holds for what `process` has written to `log_path`, and return
+    that; fail naming `what` when the process exits first or `timeout` passes."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            pytest.fail(f"The Celery worker exited with {process.returncode}:\n"
+            pytest.fail(f"{what} exited with {process.returncode}:\n"
                         f"{log_path.read_text()[-3000:]}", pytrace=False)
-        if " ready." in log_path.read_text():
-            return
+        output = log_path.read_text()
+        if ready(output):
+            return output
         time.sleep(0.2)
-    pytest.fail(f"The Celery worker did not start within {timeout} s:\n"
+    pytest.fail(f"{what} did not start within {timeout} s:\n"
                 f"{log_path.read_text()[-3000:]}", pytrace=False)
+
+
+def _wait_until_ready(process: subprocess.Popen, log_path: Path, timeout: float = 60) -> None:
+    wait_for_output(process, log_path, lambda output: " ready." in output, "The Celery worker",
+                    timeout)
 
 
 def worker_environment(queue: str, **overrides: str) -> dict[str, str]:

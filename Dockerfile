@@ -1,0 +1,13 @@
+# The service image: `make run`'s steps for one process (docs/deployment.md). compose.yaml
+# runs web, worker, beat and the MQTT interface from it.
+FROM python:3.11-slim
+WORKDIR /app
+COPY requirements.txt ./
+RUN pip install --no-cache-dir -r requirements.txt
+COPY . .
+RUN useradd --create-home app && mkdir -p var && chown app var
+USER app
+RUN python manage.py collectstatic --noinput --verbosity 0
+ENV HOST=0.0.0.0
+EXPOSE 8465
+CMD ["gunicorn", "--config", "python:config.gunicorn", "config.wsgi"]

@@ -1,0 +1,251 @@
+"""The deployment files (Procfile, Dockerfile, compose.yaml; docs/deployment.md) are the
+README's commands, not a second recipe: every process runs its make target's steps, every
+variable they set is a documented setting the settings accept, and every program and
+management command they run exists. Images are not built here, so this is what keeps them
+true."""
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import yaml
+from django.core.management import get_commands
+
+from tests.worker import ROOT
+
+VENV_BIN = Path(sys.executable).parent
+STANDARD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# The container each make target runs in (`make worker` is worker-main and worker-http).
+CONTAINERS = {"web": "run", "worker": "worker-main", "worker-http": "worker-http",
+              "beat": "beat", "mqtt-api": "mqtt-api"}
+
+Step = tuple[str, ...]  # one command: program (without its directory) and arguments
+
+
+def _step(words: list[str]) -> Step:
+    words = words[1:] if words[0] == "exec" else words
+    return (Path(words[0]).name, *words[1:])
+
+
+def _shell_steps(script: str) -> list[Step]:
+    return [_step(shlex.split(part)) for part in script.split("&&")]
+
+
+@cache
+def makefile() -> tuple[dict[str, str], dict[str, list[Step]]]:
+    """The Makefile's variables and each target's steps, with variables at their defaults."""
+    variables, recipes, target = {"MAKE": "make"}, {}, None
+    for line in (ROOT / "Makefile").read_text().replace("\\\n", " ").splitlines():
+        if line.startswith("\t") and target:
+            recipes[target].append(line.strip())
+        elif match := re.match(r"([A-Z_]+) *[:?]?= *(.*)", line):
+            variables[match[1]] = match[2].strip()
+        elif match := re.match(r"([a-z][a-z-]*):", line):
+            target = match[1]
+            recipes[target] = []
+        else:
+            target = None
+
+    def expand(text: str) -> str:
+        return re.sub(r"\$\((\w+)\)", lambda name: expand(variables.get(name[1], "")), text)
+
+    return variables, {name: [_step(shlex.split(expand(line))) for line in lines]
+                       for name, lines in recipes.items()}
+
+
+def leaf_targets(target: str) -> set[str]:
+    """The targets whose steps `make target` runs, through its sub-makes."""
+    recipe = makefile()[1][target]
+    sub_makes = [step for step in recipe if step[0] == "make"]
+    if not sub_makes:
+        return {target}
+    return {leaf for step in sub_makes for word in step[1:] if not word.startswith("-")
+            for leaf in leaf_targets(word)}
+
+
+@cache
+def procfile() -> dict[str, str]:
+    lines = (ROOT / "Procfile").read_text().splitlines()
+    return dict(line.split(": ", 1) for line in lines if line and not line.startswith("#"))
+
+
+@cache
+def dockerfile() -> list[tuple[str, str]]:
+    """(instruction, arguments) pairs."""
+    text = (ROOT / "Dockerfile").read_text().replace("\\\n", " ")
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    return [tuple(line.split(" ", 1)) for line in lines]
+
+
+def image_steps() -> list[Step]:
+    """What building the image runs, then its default command."""
+    steps = [step for instruction, arguments in dockerfile() if instruction == "RUN"
+             for step in _shell_steps(arguments)]
+    return steps + [_step(json.loads(arguments)) for instruction, arguments in dockerfile()
+                    if instruction == "CMD"]
+
+
+@cache
+def compose() -> dict:
+    return yaml.safe_load((ROOT / "compose.yaml").read_text())
+
+
+def ours(compose_file: dict) -> dict[str, dict]:
+    """The services run from the Dockerfile's image (the others are stock images)."""
+    return {name: service for name, service in compose_file["services"].items()
+            if service.get("build") == "."}
+
+
+def container_steps(service: dict) -> list[Step]:
+    command = service["command"]
+    if command[:2] == ["sh", "-c"]:
+        return _shell_steps(command[2])
+    return [_step(command)]
+
+
+def all_steps() -> list[Step]:
+    processes = [tuple(shlex.split(command)) for command in procfile().values()]
+    containers = [step for service in ours(compose()).values()
+                  for step in container_steps(service)]
+    shells = [("sh",) for service in ours(compose()).values() if service["command"][0] == "sh"]
+    return processes + containers + shells + image_steps()
+
+
+@cache
+def documented_settings() -> set[str]:
+    """The names in the first column of the README's settings table."""
+    names = set()
+    for line in (ROOT / "README.md").read_text().splitlines():
+        if line.startswith("| `"):
+            names.update(re.findall(r"`([A-Z][A-Z0-9_]*)`", line.split("|")[1]))
+    return names
+
+
+def image_environment() -> dict[str, str]:
+    return dict(pair.split("=", 1) for instruction, arguments in dockerfile()
+                if instruction == "ENV" for pair in shlex.split(arguments))
+
+
+class ProcfileTests:
+    def test_each_line_is_a_make_target_of_the_readme(self):
+        assert procfile() == {"web": "make run", "worker": "make worker", "beat": "make beat",
+                              "mqtt": "make mqtt-api"}
+        readme = (ROOT / "README.md").read_text()
+        for command in procfile().values():
+            assert f"`{command}`" in readme, command
+
+    def test_it_and_compose_run_the_same_processes(self):
+        targets = {leaf for command in procfile().values()
+                   for leaf in leaf_targets(shlex.split(command)[1])}
+        assert targets == set(CONTAINERS.values()) == \
+            {"run", "worker-main", "worker-http", "beat", "mqtt-api"}
+
+
+class DockerfileTests:
+    def test_it_is_the_readmes_python_as_a_user_with_the_pinned_requirements(self):
+        instructions = dockerfile()
+        version = f"{sys.version_info.major}.{sys.version_info.minor}"
+        assert version == "3.11" and f"Python {version}" in (ROOT / "README.md").read_text()
+        assert instructions[0] == ("FROM", f"python:{version}-slim")
+        assert ("pip", "install", "--no-cache-dir", "-r", "requirements.txt") in image_steps()
+        requirements = [line for line in (ROOT / "requirements.txt").read_text().splitlines()
+                        if line and not line.startswith("#")]
+        assert requirements and all(re.fullmatch(r"[\w.\[\]-]+==[\w.]+", line)
+                                    for line in requirements), requirements
+        user = [arguments for instruction, arguments in instructions if instruction == "USER"]
+        assert user == ["app"]
+        # Everything after USER runs as it: collecting static files, then the server.
+        after_user = [instruction for instruction, arguments in
+                      instructions[instructions.index(("USER", "app")):]]
+        assert after_user == ["USER", "RUN", "ENV", "EXPOSE", "CMD"]
+
+    def test_it_collects_static_files_and_serves_with_make_runs_gunicorn_on_all_addresses(self):
+        run = makefile()[1]["run"]
+        collect, serve = run[-2:]
+        assert collect[:3] == ("python", "manage.py", "collectstatic")
+        assert image_steps()[-2:] == [collect, serve]
+        assert serve == ("gunicorn", "--config", "python:config.gunicorn", "config.wsgi")
+        assert image_environment() == {"HOST": "0.0.0.0"}
+
+    def test_the_build_leaves_local_state_out(self):
+        ignored = (ROOT / ".dockerignore").read_text().split()
+        assert {".git", ".venv", "var", ".env", "certs"} <= set(ignored)
+
+
+class ComposeTests:
+    def test_it_runs_the_services_and_every_process(self):
+        services = compose()["services"]
+        assert {"postgres", "redis", "mosquitto", "web", "worker", "beat"} <= set(services)
+        assert set(ours(compose())) == set(CONTAINERS)
+        assert services["mqtt-api"]["profiles"] == ["mqtt"]
+        assert services["mqtt-api"]["environment"]["MQTT_API_ENABLED"] == "true"
+        assert not any("MQTT_API_ENABLED" in services[name]["environment"]
+                       for name in CONTAINERS if name != "mqtt-api")
+
+    def test_each_container_runs_its_make_targets_steps(self):
+        """In the same order; the make target's other steps are the image's (collectstatic,
+        var/): nothing is added and nothing is left out."""
+        services = ours(compose())
+        for name, target in CONTAINERS.items():
+            steps, recipe = container_steps(services[name]), makefile()[1][target]
+            assert [step for step in recipe if step in steps] == steps, name
+            assert [step for step in recipe if step not in steps + image_steps()] == [], name
+
+    def test_its_processes_reach_its_database_and_brokers(self):
+        services = compose()["services"]
+        for name, service in ours(compose()).items():
+            environment = service["environment"]
+            for setting, host in [("DATABASE_URL", "postgres"), ("CELERY_BROKER_URL", "redis"),
+                                  ("MQTT_BROKER_URL", "mosquitto")]:
+                assert urlsplit(environment[setting]).hostname == host, (name, setting)
+                assert host in service["depends_on"], name
+        assert services["postgres"]["environment"] == {"POSTGRES_HOST_AUTH_METHOD": "trust"}
+        config = services["mosquitto"]["volumes"][0].split(":")[0]
+        assert "listener 1883" in (ROOT / config).read_text()
+        assert services["web"]["ports"] == ["8465:8465"]
+
+
+class SettingsAndCommandsTests:
+    def test_every_variable_they_set_is_a_documented_setting(self):
+        assert {"DATABASE_URL", "HOST", "CONSUMER_AUTHORIZATION_URL", "BLACKLIST_URL"} <= \
+            documented_settings()
+        names = set(image_environment()) | {name for service in ours(compose()).values()
+                                            for name in service["environment"]}
+        assert names - documented_settings() == set()
+        assert {"HOST", "DATABASE_URL", "CELERY_BROKER_URL", "MQTT_BROKER_URL",
+                "MQTT_API_ENABLED", "SECRET_KEY"} <= names
+
+    def test_the_settings_accept_what_they_set(self):
+        """Each container's environment passes the settings' start-up checks (Django's
+        `check`, which connects to nothing)."""
+        documented = documented_settings()
+        outside = {name: value for name, value in os.environ.items() if name not in documented}
+        environments = {json.dumps({**image_environment(), **service["environment"]},
+                                   sort_keys=True) for service in ours(compose()).values()}
+        for environment in map(json.loads, environments):
+            environment["SECRET_KEY"] = "a key of the operator's"  # ${SECRET_KEY:?…}
+            result = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT,
+                                    capture_output=True, text=True, timeout=120,
+                                    env={**outside, **environment})
+            assert result.returncode == 0, result.stderr[-3000:]
+
+    def test_every_program_they_run_exists(self):
+        for step in all_steps():
+            program = step[0]
+            assert (VENV_BIN / program).exists() or shutil.which(program, path=STANDARD_PATH), \
+                step
+
+    def test_every_make_target_and_management_command_they_run_exists(self):
+        steps = all_steps()
+        targets = [word for step in steps if step[0] == "make" for word in step[1:]]
+        commands = [step[2] for step in steps if step[:2] == ("python", "manage.py")]
+        assert set(targets) == {"run", "worker", "beat", "mqtt-api"}
+        assert set(targets) <= set(makefile()[1])
+        assert {"ensure_database", "migrate", "collectstatic", "mqtt_api"} == set(commands)
+        assert set(commands) <= set(get_commands())

@@ -1,0 +1,168 @@
+"""The README's production processes as an operator starts them: the Procfile under honcho
+(`make run`, `make worker`, `make beat`) against the real PostgreSQL, Redis and Mosquitto,
+on a database `make run` creates; and `make beat`, which keeps its schedule in var/."""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from config.celery import app as celery_app
+from tests import services
+from tests.databases import database_exists, throwaway_database
+from tests.endpoints import free_port, wait_for
+from tests.worker import ROOT, forget_queues, wait_for_output
+
+DATABASE = "so_deploy_honcho"
+# On top of the README's block: a small scale, beat's sweep every second, no MQTT interface.
+ENVIRONMENT = {"WEB_CONCURRENCY": "1", "WORKER_CONCURRENCY": "2", "NOTIFY_HTTP_CONCURRENCY": "2",
+               "NOTIFICATION_SWEEP_INTERVAL_SECONDS": "1", "MQTT_API_ENABLED": "false"}
+
+
+@pytest.fixture
+def queue() -> Iterator[str]:
+    """A default queue of the test's own on the shared Redis, forgotten afterwards."""
+    services.require_redis(settings.CELERY_BROKER_URL)
+    name = f"so-deploy-{uuid.uuid4().hex[:8]}"
+    yield name
+    forget_queues(name, f"{name}.mqtt", f"{name}.http")
+
+
+def _environment(queue: str, **overrides: str) -> dict[str, str]:
+    return {**os.environ, **ENVIRONMENT, "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+            "MQTT_BROKER_URL": settings.MQTT_BROKER_URL, "CELERY_TASK_DEFAULT_QUEUE": queue,
+            **overrides}
+
+
+def _processes_of(queue: str) -> list[int]:
+    """The processes started with this test's environment, wherever they are in the tree."""
+    marker = f"CELERY_TASK_DEFAULT_QUEUE={queue}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:  # gone meanwhile
+            pass
+    return found
+
+
+@contextmanager
+def _started(command: list[str], env: dict[str, str], log_path: Path,
+             queue: str) -> Iterator[subprocess.Popen]:
+    """Run `command` in the repository; on exit send it SIGTERM, then kill whatever of its
+    processes is still there after a few seconds (a failed test leaves nothing running), and
+    record them as the process's `outlived`."""
+    with log_path.open("w") as log:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        yield process
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        finally:
+            deadline = time.monotonic() + 5
+            while (outlived := _processes_of(queue)) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            for pid in outlived:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            process.wait()
+            process.outlived = outlived
+
+
+def _tasks_run(worker: str) -> dict[str, int]:
+    """How many of each task the Celery worker `worker` has run (its remote control)."""
+    replies = celery_app.control.inspect(destination=[worker], timeout=2).stats() or {}
+    return replies.get(worker, {}).get("total", {})
+
+
+def _subscribe(port: int, topic: str) -> int:
+    requirement = {"serviceRequirement": {"serviceDefinition": "temperatureInfo"}}
+    body = {"orchestrationRequest": requirement,
+            "notifyInterface": {"protocol": "MQTT", "properties": {"topic": topic}}}
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/serviceorchestration/orchestration/subscribe?trigger=true",
+        data=json.dumps(body).encode(), method="POST",
+        headers={"Content-Type": "application/json",
+                 "Authorization": "Bearer SYSTEM//temperature-consumer"})
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return answer.status
+
+
+def _echo(port: int) -> str | None:
+    try:
+        with urllib.request.urlopen(
+                f"http://127.0.0.1:{port}/serviceorchestration/monitor/echo", timeout=2) as answer:
+            return answer.read().decode()
+    except OSError:
+        return None
+
+
+def test_honcho_starts_web_worker_and_beat_on_a_new_database_and_stops_them(queue, tmp_path,
+                                                                             mqtt_receiver):
+    services.require_postgres()
+    port, log_path = free_port(), tmp_path / "honcho.log"
+    # The README's steps: install once (three makes at once would each set up the virtualenv).
+    subprocess.run(["make", "--silent", "install"], cwd=ROOT, check=True, timeout=600)
+    with throwaway_database(DATABASE) as url:
+        env = _environment(queue, DATABASE_URL=url, HOST="127.0.0.1", PORT=str(port),
+                           STATIC_ROOT=str(tmp_path / "static"))
+        command = [str(Path(sys.executable).parent / "honcho"), "start", "web", "worker", "beat"]
+        with _started(command, env, log_path, queue) as honcho:
+            output = wait_for_output(honcho, log_path, lambda output: all((
+                re.search(r"main@\S+ ready\.", output), re.search(r"http@\S+ ready\.", output),
+                "beat: Starting..." in output, _echo(port) == "Got it!")),
+                "honcho (web, worker, beat)", timeout=180)
+            # Beat sends the sweep every second (the worker logs it at DEBUG only).
+            worker = re.search(r"(main@\S+) ready\.", output)[1]
+            wait_for(lambda: _tasks_run(worker).get("notifications.sweep", 0) >= 2,
+                     timeout=30, what="the worker running beat's sweeps")
+            # The README's subscribe: the web enqueues, the worker evaluates it on the
+            # database `make run` created and migrated and publishes the result.
+            status = _subscribe(port, mqtt_receiver.topic)
+            assert status == 201
+            notification = json.loads(mqtt_receiver.get(timeout=30).payload)
+            assert notification["payload"]["results"] == []
+            assert database_exists(DATABASE)
+            assert f"web.1    | Created database {DATABASE}" in output
+            assert (tmp_path / "static" / "admin").is_dir()
+        # SIGTERM reached every process, each stopped by itself (honcho kills after 5 s).
+        assert honcho.returncode == 143
+        log = log_path.read_text()
+        assert {name for name in ("web.1", "worker.1", "beat.1")
+                if f"{name} stopped" in log} == {"web.1", "worker.1", "beat.1"}
+        assert "SIGKILL" not in log and "Warm shutdown" in log, log[-3000:]
+        assert honcho.outlived == [] and _echo(port) is None
+
+
+def test_make_beat_keeps_its_schedule_in_var(queue, tmp_path):
+    started = time.time()
+    top_level = set(os.listdir(ROOT))
+    log_path = tmp_path / "beat.log"
+    with _started(["make", "beat"], _environment(queue), log_path, queue) as beat:
+        wait_for_output(beat, log_path, lambda output: "beat: Starting..." in output,
+                        "make beat")
+    assert beat.outlived == []
+    schedule = [path for path in (ROOT / "var").glob("celerybeat-schedule*")
+                if path.stat().st_mtime >= started]
+    assert schedule, sorted((ROOT / "var").iterdir())
+    assert f"db -> {ROOT / 'var' / 'celerybeat-schedule'}" in log_path.read_text()
+    assert set(os.listdir(ROOT)) - top_level <= {"var"}  # a fresh clone has no var/ yet
+    ignored = subprocess.run(["git", "check-ignore", *map(str, schedule)], cwd=ROOT,
+                             capture_output=True, text=True)
+    assert ignored.returncode == 0 and len(ignored.stdout.splitlines()) == len(schedule)
