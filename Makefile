@@ -72,7 +72,7 @@ bench: $(VENV)/.installed
 	$(PY) bench/rules_at_scale.py
 	$(PY) bench/history_query.py
 	$(PY) bench/http_throughput.py --slow 8
-	$(PY) bench/pull_http.py
+	$(PY) bench/pull_http.py --metrics
 	$(PY) bench/pull_http.py --sqlite
 	$(PY) bench/pull_http.py --scale-check
 	$(PY) bench/push_fanout.py

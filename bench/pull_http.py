@@ -19,10 +19,14 @@ identity (`Authorization: Bearer SYSTEM//Consumer<i>`). The throughput runs are 
 non-2xx answers or socket errors is reported as invalid. Needs wrk and PostgreSQL (BENCH_DATABASE_URL, default
 postgres://postgres@127.0.0.1:5432/serviceorchestration_pull_bench, dropped and created again
 on each run). `--profile PY_SPY` records one gunicorn worker with that py-spy executable
-during the MATCHMAKING run and prints its hottest frames. Figures: docs/performance.md.
+during the MATCHMAKING run and prints its hottest frames. `--metrics` also starts a server with
+METRICS_ENABLED=true on the same data and interleaves its rounds with the first's (metrics
+off): each is judged against its own echo, and pull with metrics on against pull without.
+Figures: docs/performance.md.
 """
 import argparse
 import collections
+import contextlib
 import json
 import os
 import statistics
@@ -30,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -64,6 +69,9 @@ SCENARIOS = {
                     "orchestrationFlags": {"MATCHMAKING": True}}),
     "full-list": (PULL, {"serviceRequirement": {"serviceDefinition": "pullService%d"}}),
 }
+# Labels of the two servers of --metrics, printed before their figures.
+METRICS_OFF, METRICS_ON = "metrics off ", "metrics on  "
+METRICS_PREFIX = "serviceorchestration"
 # (label, numerator figure, denominator figure, goal test, goal text)
 GOALS = (
     ("pull / echo req/s", ("pull", "requests_per_second"), ("echo", "requests_per_second"),
@@ -92,6 +100,8 @@ def main() -> None:
     parser.add_argument("--sqlite", action="store_true",
                         help="make run's embedded SQLite at 1k rules; no 500s, no locked database")
     parser.add_argument("--profile", metavar="PY_SPY", help="py-spy executable")
+    parser.add_argument("--metrics", action="store_true",
+                        help="also measure a server with METRICS_ENABLED=true, interleaved")
     arguments = parser.parse_args()
     require_wrk()
     with tempfile.TemporaryDirectory() as scratch:
@@ -103,16 +113,30 @@ def main() -> None:
             database_url = DATABASE_URL
             create_database(database_url, fresh=True)
             consumers = 100 if arguments.scale_check else arguments.consumers
-        environment = server_environment(database_url, LOG_LEVEL="INFO")  # snapshot loads
+        # LOG_LEVEL=INFO: the snapshot loads are logged.
+        environment = server_environment(database_url, LOG_LEVEL="INFO", METRICS_ENABLED="false")
         log = scratch / "gunicorn.log"
-        with running_server(environment, log) as server:
+        with contextlib.ExitStack() as servers_running:
+            server = servers_running.enter_context(running_server(environment, log))
             port = int(environment["PORT"])
             load(port, consumers)
             if arguments.scale_check:
                 valid = scale_check(port, scratch, arguments)
             else:
-                valid = throughput(port, scratch, server.pid, consumers, arguments)
-        server_log = log.read_text()
+                servers = {"": (port, server.pid)}
+                if arguments.metrics:
+                    # Both compared servers start on the loaded data (the loading one grew
+                    # its snapshot change by change, and its heap differs).
+                    servers_running.close()
+                    servers = {
+                        METRICS_OFF: started_server(database_url, scratch, servers_running,
+                                                    METRICS_ENABLED="false"),
+                        METRICS_ON: started_server(database_url, scratch, servers_running,
+                                                   METRICS_ENABLED="true",
+                                                   PROMETHEUS_MULTIPROC_DIR=str(
+                                                       scratch / "metrics"))}
+                valid = throughput(servers, scratch, consumers, arguments)
+        server_log = "".join(path.read_text() for path in scratch.glob("gunicorn*.log"))
         locked = server_log.count("database is locked")
         print(f"server log: {locked} 'database is locked'")
         for line in server_log.splitlines():
@@ -207,14 +231,14 @@ def check_answers(port: int, consumers: int) -> None:
 
 
 def measure(port: int, scratch: Path, name: str, consumers: int, seconds: int,
-            connections: int) -> dict:
+            connections: int, label: str = "") -> dict:
     path, body = SCENARIOS[name]
     script = scratch / f"{name}.lua"
     script.write_text(wrk_script(path, body, consumers))
     figures = parse_wrk(run_wrk(port, path, script=script, seconds=seconds,
                                 connections=connections))
     valid = not figures["non_2xx"] and not figures["socket_errors"]
-    print(f"{name:<10} {figures['requests_per_second']:8.1f} req/s   "
+    print(f"{label}{name:<10} {figures['requests_per_second']:8.1f} req/s   "
           f"p50 {figures['p50_ms']:8.2f} ms   p99 {figures['p99_ms']:8.2f} ms   "
           f"requests {figures['requests']}   non-2xx {figures['non_2xx']}   "
           f"socket errors {figures['socket_errors']}"
@@ -223,36 +247,82 @@ def measure(port: int, scratch: Path, name: str, consumers: int, seconds: int,
     return figures
 
 
-def throughput(port: int, scratch: Path, master: int, consumers: int,
+def started_server(database_url: str, scratch: Path, servers_running: contextlib.ExitStack,
+                   **settings: str) -> tuple[int, int]:
+    """Another server on the database with these settings, up until `servers_running`
+    closes; its port and master pid."""
+    environment = server_environment(database_url, LOG_LEVEL="INFO", **settings)
+    server = servers_running.enter_context(
+        running_server(environment, scratch / f"gunicorn-{environment['PORT']}.log"))
+    return int(environment["PORT"]), server.pid
+
+
+def throughput(servers: dict[str, tuple[int, int]], scratch: Path, consumers: int,
                arguments: argparse.Namespace) -> bool:
-    """ROUNDS rounds of echo, pull and full list, each run seconds / ROUNDS long: these
-    shared machines slow down for seconds at a time, and interleaving puts each scenario in
-    every such period alike. Per scenario the median of its rounds is judged."""
-    check_answers(port, consumers)
+    """ROUNDS rounds of echo, pull and full list (on each server in turn, label → port and
+    gunicorn master; the servers alternate at going first), each run seconds / ROUNDS long:
+    these shared machines slow down for seconds at a time, and interleaving puts each scenario
+    in every such period alike. Per scenario the median of its rounds is judged."""
+    for port, _ in servers.values():
+        check_answers(port, consumers)
     seconds = max(1, arguments.seconds // arguments.rounds)
     print(f"wrk: {arguments.connections} connections, {arguments.rounds} rounds of {seconds} s "
           f"per scenario, {consumers} random consumers, "
           f"WEB_CONCURRENCY={os.environ.get('WEB_CONCURRENCY', 'default')} "
           f"WEB_THREADS={os.environ.get('WEB_THREADS', 'default')}")
-    rounds: dict[str, list[dict]] = {name: [] for name in SCENARIOS}
+    rounds = {label: {name: [] for name in SCENARIOS} for label in servers}
     for round_number in range(arguments.rounds):
-        for name in SCENARIOS:
-            profiler = None
-            if name == "pull" and arguments.profile and round_number == 0:
-                profiler = start_profile(arguments.profile, master, scratch / "profile.txt",
-                                         seconds)
-            rounds[name].append(measure(port, scratch, name, consumers, seconds,
-                                        arguments.connections))
-            if profiler:
-                profiler.wait()
-                print_profile(scratch / "profile.txt")
-    results = {name: median_figures(figures) for name, figures in rounds.items()}
-    for name, figures in results.items():
-        print(f"median {name:<10} {figures['requests_per_second']:8.1f} req/s   "
-              f"p50 {figures['p50_ms']:8.2f} ms   p99 {figures['p99_ms']:8.2f} ms")
-    for line in goal_lines(results):
-        print(line)
-    return all(figures["valid"] for figures in results.values())
+        order = list(servers.items())
+        if round_number % 2:  # the servers take turns at going first
+            order.reverse()
+        for label, (port, master) in order:
+            for name in SCENARIOS:
+                profiler = None
+                if name == "pull" and arguments.profile and round_number == 0:
+                    profiler = start_profile(arguments.profile, master,
+                                             scratch / "profile.txt", seconds)
+                rounds[label][name].append(measure(port, scratch, name, consumers, seconds,
+                                                   arguments.connections, label))
+                if profiler:
+                    profiler.wait()
+                    print_profile(scratch / "profile.txt")
+    results = {label: {name: median_figures(figures) for name, figures in runs.items()}
+               for label, runs in rounds.items()}
+    for label, scenarios in results.items():
+        for name, figures in scenarios.items():
+            print(f"median {label}{name:<10} {figures['requests_per_second']:8.1f} req/s   "
+                  f"p50 {figures['p50_ms']:8.2f} ms   p99 {figures['p99_ms']:8.2f} ms")
+        for line in goal_lines(scenarios):
+            print(f"{label}{line}")
+    if METRICS_ON in results:
+        for line in metrics_lines(results[METRICS_OFF], results[METRICS_ON]):
+            print(line)
+        print(counted_pulls(servers[METRICS_ON][0], sum(
+            run["requests"] for name in ("pull", "full-list")
+            for run in rounds[METRICS_ON][name])))
+    return all(figures["valid"] for scenarios in results.values()
+               for figures in scenarios.values())
+
+
+def metrics_lines(off: dict, on: dict) -> list[str]:
+    """Each scenario with metrics on against off: req/s and p99 ratios."""
+    return [f"metrics on / off {name:<10} req/s "
+            f"{on[name]['requests_per_second'] / off[name]['requests_per_second']:5.2f}   "
+            f"p99 {on[name]['p99_ms'] / off[name]['p99_ms']:5.2f}"
+            f"{'' if on[name]['valid'] and off[name]['valid'] else '   invalid (errors)'}"
+            for name in SCENARIOS]
+
+
+def counted_pulls(port: int, sent: int) -> str:
+    """What the metrics counted of the pulls wrk sent (plus check_answers' two)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as answer:
+        families = text_string_to_metric_families(answer.read().decode())
+    counted = sum(sample.value for family in families for sample in family.samples
+                  if sample.name == f"{METRICS_PREFIX}_requests_total"
+                  and sample.labels == {"route": PULL, "status": "200"})
+    return f"metrics: {counted:.0f} pulls counted, {sent + 2} sent"
 
 
 def median_figures(runs: list[dict]) -> dict:

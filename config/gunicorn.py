@@ -19,6 +19,24 @@ limit_request_line = settings.SERVER_LIMIT_REQUEST_LINE
 limit_request_fields = settings.SERVER_LIMIT_REQUEST_FIELDS
 limit_request_field_size = settings.SERVER_LIMIT_REQUEST_FIELD_SIZE
 accesslog = "-"
+if settings.LOG_FORMAT == "json":  # gunicorn's own lines (start, workers, access) as JSON too
+    logconfig_dict = {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": "config.log_records.JsonFormatter"}},
+        "handlers": {
+            "error_console": {"class": "logging.StreamHandler", "formatter": "json",
+                              "stream": "ext://sys.stderr"},
+            "console": {"class": "logging.StreamHandler", "formatter": "json",
+                        "stream": "ext://sys.stdout"},
+        },
+        "loggers": {
+            "gunicorn.error": {"level": "INFO", "handlers": ["error_console"],
+                               "propagate": False},
+            "gunicorn.access": {"level": "INFO", "handlers": ["console"],
+                                "propagate": False},
+        },
+    }
 # gunicorn's control socket sits at one path per user ($HOME/.gunicorn/gunicorn.ctl): several
 # services on one host would take it from each other, and nothing here uses it.
 control_socket_disable = True
@@ -32,6 +50,23 @@ if settings.TLS_CERT_FILE:  # generic_https
         # still gets an HTTP answer (echo, or 401 under the certificate policy).
         ca_certs = settings.TLS_CA_FILE
         cert_reqs = ssl.CERT_OPTIONAL
+
+
+def on_starting(server) -> None:
+    """In the master, before any worker: the metrics of the previous run's processes go
+    (config/metrics_files.py)."""
+    if settings.METRICS_DIR:
+        from config.metrics_files import metrics_files_prune
+
+        metrics_files_prune(settings.METRICS_DIR)
+
+
+def child_exit(server, worker) -> None:
+    """In the master, after a worker exited (config/metrics_files.py)."""
+    if settings.METRICS_DIR:
+        from config.metrics_files import metrics_process_dead
+
+        metrics_process_dead(settings.METRICS_DIR, worker.pid)
 
 
 def post_worker_init(worker) -> None:

@@ -86,6 +86,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.metrics_middleware.RequestMetricsMiddleware",  # first: times the whole request
     "config.request_id.RequestIdMiddleware",
     "config.request_guard.RequestGuardMiddleware",  # body size, NUL in URL and headers
     "django.middleware.security.SecurityMiddleware",
@@ -135,6 +136,12 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     })
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+# A PostgreSQL server that does not answer fails a connection attempt after this long instead
+# of holding the request (or the health probe) that needed it.
+DATABASE_CONNECT_TIMEOUT_SECONDS = env_positive_int("DATABASE_CONNECT_TIMEOUT_SECONDS", 10)
+if DATABASES["default"]["ENGINE"].endswith("postgresql"):
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+        "connect_timeout", DATABASE_CONNECT_TIMEOUT_SECONDS)
 # A write transaction aborted for a concurrent one (deadlock, serialization failure, SQLite
 # busy) runs again this many times, after a jittered backoff starting at this many seconds
 # (doubling); a conflict that remains is a 423 LOCKED (config.transaction_retry).
@@ -309,6 +316,9 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="serviceorchestration")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Beat's schedule file goes with the other runtime files into var/ (git-ignored), not into
+# the working directory; `make beat` creates var/ first.
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # Processes of `make worker-main` (the default and MQTT delivery queues). Its tasks wait on the
 # database and the MQTT broker much of the time: with one process per core a 10 000-subscriber
 # fan-out left 40 % of the CPU idle while sending (docs/performance.md, push fan-out).
@@ -316,9 +326,6 @@ CELERY_WORKER_CONCURRENCY = env_positive_int("WORKER_CONCURRENCY", 2 * (os.cpu_c
 # A change burst (bulk edits, imports) is evaluated once this many seconds after it began.
 SUBSCRIPTION_COALESCE_SECONDS = env.float("SUBSCRIPTION_COALESCE_SECONDS", default=1.0)
 INSTANCE_CLEANUP_INTERVAL_SECONDS = env_positive_int("INSTANCE_CLEANUP_INTERVAL_SECONDS", 60)
-# Beat's schedule file goes with the other runtime files into var/ (git-ignored), not into
-# the working directory; `make beat` creates var/ first.
-CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "remove-expired-instances": {
         "task": "store.remove_expired_instances",
@@ -393,6 +400,21 @@ MQTT_API_SHARE_GROUP = env.str("MQTT_API_SHARE_GROUP", default="serviceorchestra
 MQTT_API_THREADS = env_positive_int("MQTT_API_THREADS", 4)
 MQTT_API_QUEUE = env_positive_int("MQTT_API_QUEUE", 1000)
 
+# --- Metrics (issue 17; docs/metrics.md) ------------------------------------------------------
+# GET /metrics in the Prometheus formats; off: the path answers as any unknown path. With
+# METRICS_TOKEN set a scrape must send `Authorization: Bearer <METRICS_TOKEN>`.
+METRICS_ENABLED = env.bool("METRICS_ENABLED", default=False)
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+# Every process of this host (gunicorn workers, Celery workers, the MQTT interface) writes its
+# counts to files in this directory and a scrape adds them up (prometheus_client's
+# multiprocess mode). prometheus_client reads the directory from the environment only, before
+# any metric exists: it is exported here, where every process reads its settings first.
+METRICS_DIR = ""  # off: each process counts in memory, and nothing shows it
+if METRICS_ENABLED:
+    METRICS_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default=str(VAR_DIR / "metrics"))
+    Path(METRICS_DIR).mkdir(parents=True, exist_ok=True)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = METRICS_DIR
+
 # --- REST framework and OpenAPI -------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["config.renderers.JSONRenderer"],
@@ -427,28 +449,44 @@ SPECTACULAR_SETTINGS = {
     ],
 }
 
+# --- Readiness: monitor/health waits this long for each dependency (config/health.py) -------
+HEALTH_TIMEOUT_SECONDS = env_positive_seconds("HEALTH_TIMEOUT_SECONDS", 3)
+
 # --- Logging: every line carries the request id ---------------------------------------------
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO").upper()
+# plain: `time level [request id] logger: message` lines; json: one JSON object per line
+# (config.log_records.JsonFormatter), for every process (gunicorn's own lines too).
+LOG_FORMAT = env.str("LOG_FORMAT", default="plain").strip().lower()
+if LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r} is not one of plain, json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "config.request_id.RequestIdLogFilter"}},
+    "filters": {"request_id": {"()": "config.request_id.RequestIdLogFilter"},
+                "routine_tasks": {"()": "config.log_records.RoutineTaskFilter"}},
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s [%(request_id)s] %(name)s: %(message)s"},
+        "json": {"()": "config.log_records.JsonFormatter"},
     },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
             "filters": ["request_id"],
-            "formatter": "plain",
+            "formatter": LOG_FORMAT,
         },
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         # Our own handler logs 500s once, with the request id; Django would log them again.
         "django.request": {"level": "ERROR", "handlers": [], "propagate": False},
+        # Periodic tasks' "received"/"succeeded" lines are DEBUG (config.log_records).
+        "celery.app.trace": {"filters": ["routine_tasks"]},
+        "celery.worker.strategy": {"filters": ["routine_tasks"]},
     },
 }
+# Celery workers log through LOGGING as every other process does (format, request ids, the
+# database handler) instead of replacing the root logger's handlers with their own.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # --- General management: logs in the database, their retention -----------------------------
 # Records at LOG_DB_LEVEL and above (and at LOG_LEVEL, which passes them on) are also stored

@@ -5,7 +5,8 @@ from django.views.generic import RedirectView
 from django.views.static import serve
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from config.views import EchoApi, NotFoundApi
+from config.metrics_endpoint import metrics
+from config.views import EchoApi, HealthApi, NotFoundApi
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/api/docs/", permanent=False)),
@@ -13,6 +14,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("serviceorchestration/monitor/echo", EchoApi.as_view()),
+    path("serviceorchestration/monitor/health", HealthApi.as_view()),
     # Pull first: Django tries the patterns in order, and every include that fails to match
     # costs its patterns' bookkeeping; pull is the hot path (docs/performance.md).
     path("serviceorchestration/orchestration/", include("orchestration.urls")),
@@ -20,6 +22,7 @@ urlpatterns = [
     path("serviceorchestration/orchestration/", include("subscriptions.urls")),
     path("serviceorchestration/authorization-token/", include("orchestration.token_urls")),
     path("serviceorchestration/general/", include("general.urls")),
+    path("metrics", metrics),  # Prometheus; off unless METRICS_ENABLED (docs/metrics.md)
 ]
 
 if settings.SERVE_STATIC:

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.core.cache import cache
 
 from config.conventions.names import normalize_system_name
+from config.metrics import outbound_call
 
 logger = logging.getLogger("serviceorchestration.auth")
 
@@ -234,6 +235,7 @@ class _Session:
         return _now() < self.expires_at - RENEWAL_MARGIN
 
 
+@outbound_call("Authentication", "identity/login")
 def _login() -> _Session:
     body = {"systemName": settings.SYSTEM_NAME,
             "credentials": {"password": settings.AUTHENTICATION_PASSWORD}}
@@ -308,6 +310,7 @@ def _verify_request(token: str, ours: str) -> urllib.request.Request:
                  "Authorization": f"Bearer IDENTITY-TOKEN//{ours}"})
 
 
+@outbound_call("Authentication", "identity/verify")
 def _ask(token: str) -> _Answer:
     """identity-verify, with one re-login if our own token was refused (the Authentication
     system restarted or someone closed our session)."""

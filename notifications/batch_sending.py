@@ -20,6 +20,7 @@ from datetime import timedelta
 from django.db.models import F, Q
 from django.utils import timezone
 
+from config.metrics import deliveries_recorded
 from notifications import transports
 from notifications.heartbeat import ClaimHeartbeat
 from notifications.models import NotificationDelivery
@@ -29,7 +30,7 @@ from notifications.services import (
     WAITING,
     Status,
     _record,
-    _record_transient_failure,
+    attempts_failed,
 )
 
 
@@ -114,16 +115,18 @@ def _send(deliveries: list[NotificationDelivery]) -> dict[uuid.UUID, str]:
                  delivered_at=now, updated_at=now)
         if written == len(delivered):
             statuses.update(dict.fromkeys(delivered, Status.DELIVERED))
+            deliveries_recorded([d for d, error in zip(deliveries, outcomes) if error is None],
+                                Status.DELIVERED, now)
         else:  # cancelled or taken over meanwhile: their record is the one that counts
             statuses.update(NotificationDelivery.objects.filter(id__in=delivered)
                             .values_list("id", "status"))
+    failed: dict[tuple[str, bool],
+                 tuple[transports.TransportError, list[NotificationDelivery]]] = {}
     for delivery, error in zip(deliveries, outcomes):
-        if error is None:
-            continue
-        if error.transient:
-            statuses[delivery.id] = _record_transient_failure(delivery, error=str(error))
-        else:
-            statuses[delivery.id] = _record(delivery, status=Status.FAILED, error=str(error))
+        if error is not None:  # one warning per distinct error (a lost broker: one for all)
+            failed.setdefault((str(error), error.transient), (error, []))[1].append(delivery)
+    for error, together in failed.values():
+        statuses.update(attempts_failed(together, error))
     return statuses
 
 

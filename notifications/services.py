@@ -21,6 +21,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from config.bulk_insert import model_rows_insert
+from config.metrics import deliveries_recorded
 from notifications import transports
 from notifications.handover import deliveries_enqueue, delivery_enqueue, is_http
 from notifications.destinations import destination_admit, destination_record
@@ -158,14 +159,39 @@ def delivery_send(delivery_id: uuid.UUID | str) -> str:
         # the destination; a permanent refusal shows it up and answering.
         destination_record(key=delivery.destination, reachable=not exc.transient,
                            now=timezone.now())
-        if exc.transient:
-            return _record_transient_failure(delivery, error=str(exc))
-        return _record(delivery, status=Status.FAILED, error=str(exc))
+        return attempts_failed([delivery], exc)[delivery.id]
     except Exception as exc:  # noqa: BLE001 - a bug must not drop the notification
         logger.exception("Unexpected error sending notification delivery %s", delivery.id)
         return _record_transient_failure(delivery, error=f"Unexpected error: {exc!r}")
     destination_record(key=delivery.destination, reachable=True, now=timezone.now())
     return _record(delivery, status=Status.DELIVERED)
+
+
+MAX_NAMED_IN_LOG = 10  # subscriptions named in one warning about a batch's failed attempts
+
+
+def attempts_failed(deliveries: Sequence[NotificationDelivery],
+                    error: transports.TransportError) -> dict[uuid.UUID, str]:
+    """Record the attempts of `deliveries` (claimed by the caller) that failed with `error`,
+    after one WARNING naming their subscriptions and consumers: a transient error is retried
+    later (unless a newer result supersedes it), a permanent one fails the delivery. Returns
+    each one's status afterwards."""
+    named = ", ".join(f"subscription {delivery.subscription_id} (consumer "
+                      f"{delivery.receiver or '?'}, attempt {delivery.attempts + 1})"
+                      for delivery in deliveries[:MAX_NAMED_IN_LOG])
+    more = len(deliveries) - MAX_NAMED_IN_LOG
+    outcome = "will be retried" if error.transient else "given up"
+    if len(deliveries) == 1:
+        logger.warning("Notification delivery %s to %s failed, %s: %s", deliveries[0].id,
+                       named, outcome, error)
+    else:
+        logger.warning("%d notification deliveries failed, %s: %s; to %s%s", len(deliveries),
+                       outcome, error, named, f" and {more} more" if more > 0 else "")
+    if error.transient:
+        return {delivery.id: _record_transient_failure(delivery, error=str(error))
+                for delivery in deliveries}
+    return {delivery.id: _record(delivery, status=Status.FAILED, error=str(error))
+            for delivery in deliveries}
 
 
 def _parse_id(delivery_id: uuid.UUID | str) -> uuid.UUID | None:
@@ -229,6 +255,7 @@ def _record(delivery: NotificationDelivery, *, status: str, error: str = "",
         id=delivery.id, status=Status.SENDING, claimed_at=delivery.claimed_at
     ).update(**changes)
     if written:
+        deliveries_recorded([delivery], status, now, attempted=attempted)
         return status
     logger.info("Notification delivery %s changed while being sent; outcome %s not recorded",
                 delivery.id, status)

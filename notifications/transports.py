@@ -202,6 +202,14 @@ def _connect(broker: BrokerAddress, deadline: float) -> Client:
 _publisher = _Publisher()
 
 
+def mqtt_broker_check(deadline: float) -> None:
+    """Connect to MQTT_BROKER_URL and leave (readiness, config/health.py): TransportError
+    unless the broker accepts us by `deadline`."""
+    client = _connect(broker_address(settings.MQTT_BROKER_URL), deadline)
+    client.disconnect()
+    client.loop_stop()
+
+
 def mqtt_client(broker: BrokerAddress, *, reconnect: bool = True) -> Client:
     """A paho client for `broker` (clean session, a fresh client id, credentials from its
     URL; for mqtts:// TLS trusting TLS_CA_FILE, or the system's CAs without it, and presenting

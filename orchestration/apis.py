@@ -4,6 +4,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.metrics import pull_answered, pull_refused
 from config.schema import error_responses, null_body_is_absent
 from config.validated_bodies import validated_body
 from orchestration.parsed_requests import parsed_request
@@ -53,4 +54,11 @@ class OrchestrationPullApi(APIView):
     def post(self, request: Request) -> Response:
         result = orchestration_pull(requester=request.user.name, request=parsed_request(
             request, lambda request: request_from_body(request.data)))
+        pull_answered(result.results)
         return Response(orchestration_response_data(result))
+
+    def handle_exception(self, exc: Exception) -> Response:
+        """Every error answer of pull is counted too (docs/metrics.md)."""
+        response = super().handle_exception(exc)
+        pull_refused(response.status_code)
+        return response

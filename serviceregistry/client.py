@@ -20,6 +20,7 @@ from typing import Any
 from django.conf import settings
 
 from config.exceptions import ExternalServerError
+from config.metrics import outbound_call
 from serviceregistry.peers import opener, unreachable_text
 
 SYSTEM_DISCOVERY = "/serviceregistry/system-discovery"
@@ -40,16 +41,19 @@ class Answer:
     body: Any  # parsed JSON, None when there was none
 
 
+@outbound_call("ServiceRegistry", "systemDiscovery/register")
 def system_register(body: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
     """`systemDiscovery`/`register` (201 created, 200 identical one existed)."""
     return _object(_call("POST", f"{SYSTEM_DISCOVERY}/register", body, timeout), "register")
 
 
+@outbound_call("ServiceRegistry", "systemDiscovery/revoke")
 def system_revoke(*, timeout: float | None = None) -> bool:
     """`systemDiscovery`/`revoke` of this system; whether there was one (200) or not (204)."""
     return _call("DELETE", f"{SYSTEM_DISCOVERY}/revoke", None, timeout).status == 200
 
 
+@outbound_call("ServiceRegistry", "serviceDiscovery/register")
 def service_register(body: dict[str, Any], *, timeout: float | None = None) -> str:
     """`serviceDiscovery`/`register` of one instance; its instance id."""
     answer = _object(_call("POST", f"{SERVICE_DISCOVERY}/register", body, timeout), "register")
@@ -59,6 +63,7 @@ def service_register(body: dict[str, Any], *, timeout: float | None = None) -> s
     return instance_id
 
 
+@outbound_call("ServiceRegistry", "serviceDiscovery/revoke")
 def service_revoke(instance_id: str, *, timeout: float | None = None) -> bool:
     """`serviceDiscovery`/`revoke` of one of our instances; whether it was there."""
     path = f"{SERVICE_DISCOVERY}/revoke/{urllib.parse.quote(instance_id, safe='')}"
@@ -81,6 +86,7 @@ def service_lookup_by_definition(names: list[str], *, authenticated: bool = True
                    timeout=timeout)
 
 
+@outbound_call("ServiceRegistry", "serviceDiscovery/lookup")
 def _lookup(body: dict[str, Any], *, authenticated: bool = True,
             timeout: float | None) -> list[dict]:
     answer = _object(_call("POST", f"{SERVICE_DISCOVERY}/lookup?verbose=false", body, timeout,

@@ -34,6 +34,7 @@ from typing import Any
 from django.conf import settings
 
 from config.exceptions import ArrowheadError, ExternalServerError
+from config.metrics import outbound_call
 
 logger = logging.getLogger("serviceorchestration.peers")
 
@@ -180,27 +181,28 @@ def call(service: PeerService, operation: str, *, body: Any = None,
          query: list[tuple[str, str]] | None = None, path_params: tuple[str, ...] = (),
          timeout: float | None = None) -> Any:
     """One operation of the peer; the parsed JSON of its 2xx answer (None without a body)."""
-    location = _locations.get(service)
-    target = location.operations.get(operation)
-    if target is None:
-        raise PeerUnavailable(f"{service.system} does not offer {service.definition}/"
-                              f"{operation}")
-    url = location.origin + location.base_path + _fill(target.path, path_params, service,
-                                                       operation)
-    if query:
-        url += "?" + urllib.parse.urlencode(query)
-    status, answer = _exchange_as_us(service, operation, target.method, url, body, timeout)
-    if 200 <= status < 300:
-        return answer
-    if status >= 500 or status < 400:
-        raise PeerUnavailable(f"{service.label(operation)} answered HTTP {status}"
-                              f"{_reason(answer)}")
-    exception_type = answer.get("exceptionType") if isinstance(answer, dict) else None
-    message = answer.get("errorMessage") if isinstance(answer, dict) else None
-    raise PeerRefused(status, exception_type if isinstance(exception_type, str) and
-                      exception_type else "ARROWHEAD",
-                      message if isinstance(message, str) and message else
-                      f"{service.label(operation)} answered HTTP {status}")
+    with outbound_call(service.system, f"{service.definition}/{operation}"):
+        location = _locations.get(service)
+        target = location.operations.get(operation)
+        if target is None:
+            raise PeerUnavailable(f"{service.system} does not offer {service.definition}/"
+                                  f"{operation}")
+        url = location.origin + location.base_path + _fill(target.path, path_params, service,
+                                                           operation)
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        status, answer = _exchange_as_us(service, operation, target.method, url, body, timeout)
+        if 200 <= status < 300:
+            return answer
+        if status >= 500 or status < 400:
+            raise PeerUnavailable(f"{service.label(operation)} answered HTTP {status}"
+                                  f"{_reason(answer)}")
+        exception_type = answer.get("exceptionType") if isinstance(answer, dict) else None
+        message = answer.get("errorMessage") if isinstance(answer, dict) else None
+        raise PeerRefused(status, exception_type if isinstance(exception_type, str) and
+                          exception_type else "ARROWHEAD",
+                          message if isinstance(message, str) and message else
+                          f"{service.label(operation)} answered HTTP {status}")
 
 
 def _fill(path: str, params: tuple[str, ...], service: PeerService, operation: str) -> str:

@@ -2,9 +2,10 @@
 (reference-simple §6.11)."""
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.db import connection
-from django.db.models import Q
+from django.db.models import Count, Q
 
 from config.conventions import names
 from config.conventions.pagination import PageRequest, paginate
@@ -87,3 +88,10 @@ def subscription_counts(targets: Sequence[str]) -> dict[str, int]:
                        f"WHERE {column} IN ({', '.join(['%s'] * len(targets))}) "
                        f"GROUP BY {column}", list(targets))
         return dict(cursor.fetchall())
+
+
+def subscription_counts_by_protocol(*, now: datetime) -> dict[str, int]:
+    """Live (unexpired) subscriptions per notify protocol, those with none left out: one
+    grouped count (the metrics, config/metrics_state.py)."""
+    return dict(Subscription.objects.exclude(expires_at__lte=now).order_by()
+                .values_list("notify_protocol").annotate(Count("id")))

@@ -107,3 +107,17 @@ def test_rounds_are_judged_on_each_figures_median() -> None:
                                               "p99_ms": 30.0, "valid": True}
     runs[0]["valid"] = False
     assert not pull_http.median_figures(runs)["valid"]
+
+
+def test_metrics_on_is_compared_with_metrics_off_per_scenario() -> None:
+    def run(rps: float, p99: float, valid: bool = True) -> dict:
+        return {"requests_per_second": rps, "p99_ms": p99, "valid": valid}
+
+    off = {"echo": run(1000, 40), "pull": run(600, 50), "full-list": run(500, 60)}
+    on = {"echo": run(1100, 40), "pull": run(540, 55), "full-list": run(500, 60, valid=False)}
+
+    lines = pull_http.metrics_lines(off, on)
+
+    assert [line.split()[4] for line in lines] == ["echo", "pull", "full-list"]
+    assert "req/s  1.10" in lines[0] and "req/s  0.90" in lines[1] and "p99  1.10" in lines[1]
+    assert lines[2].endswith("invalid (errors)") and not lines[1].endswith("(errors)")

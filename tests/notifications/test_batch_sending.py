@@ -87,6 +87,21 @@ class BatchSendingTests:
         assert _statuses(*deliveries) == [(Status.PENDING, 1)] * 3
         assert all(d.next_attempt_at >= before + timedelta(seconds=3) for d in deliveries)
 
+    def test_failures_with_one_cause_are_one_warning_naming_each_subscriber(self, settings,
+                                                                            caplog):
+        settings.MQTT_BROKER_URL = f"mqtt://127.0.0.1:{free_port()}"
+        deliveries = [make_delivery("MQTT", {"topic": f"test/unreachable/{n}"})
+                      for n in range(12)]
+        with caplog.at_level("WARNING", logger="notifications.services"):
+            deliveries_send([d.id for d in deliveries])
+        [warning] = [r for r in caplog.records if r.name == "notifications.services"]
+        message = warning.getMessage()
+        assert message.startswith("12 notification deliveries failed, will be retried: "
+                                   "MQTT broker 127.0.0.1:")
+        for delivery in deliveries[:10]:
+            assert f"subscription {delivery.subscription_id} (consumer " in message
+        assert message.endswith(" and 2 more")
+
     def test_a_bad_topic_fails_alone(self, mqtt_receiver):
         good = make_delivery("MQTT", {"topic": mqtt_receiver.topic})
         bad = make_delivery("MQTT", {"topic": "test/#"})
