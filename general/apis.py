@@ -1,6 +1,6 @@
 """General management API (reference-simple §6.13, §6.14), one view per operation."""
 from django.conf import settings
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -9,6 +9,7 @@ from config.conventions.pagination import parse_pagination
 from config.exceptions import InvalidParameter
 from config.fields import PYTHON_BLANKS
 from config.schema import error_responses, null_body_is_absent
+from general import openapi_examples as examples
 from general.config_keys import public_config
 from general.selectors import (
     DEFAULT_DIRECTION,
@@ -22,16 +23,14 @@ from serviceregistry.published import operation
 from store.apis.common import validated
 
 TAG = ["General management"]
-LOGS_EXAMPLE = OpenApiExample("Recent errors of one component", request_only=True, value={
-    "from": "2025-02-01T00:00:00Z", "severity": "ERROR", "logger": "notifications",
-    "pagination": {"page": 0, "size": 20, "direction": "DESC", "sortField": "entryDate"}})
 NO_KEYS = "The list of the requested configuration keys is null or empty"
 BLANK_KEY = "The list of the requested configuration keys contains a null or empty value"
 _KEY = f"[^,\\x00]*[^,\\x00{PYTHON_BLANKS}][^,\\x00]*"
 KEYS_PARAMETER = OpenApiParameter(
     "keys", {"type": "array", "minItems": 1, "maxItems": settings.MAX_LIST_LENGTH,
              "items": {"type": "string", "pattern": f"^{_KEY}(?:,{_KEY})*$"}},
-    required=True, description="Configuration keys; repeat the parameter or separate them "
+    required=True, examples=[examples.CONFIG_KEYS],
+    description="Configuration keys; repeat the parameter or separate them "
     "with commas (surrounding blanks ignored; a blank key is a 400). At most MAX_LIST_LENGTH "
     "values. Only public keys are answered; others are left out.")
 
@@ -40,7 +39,9 @@ class LogsApi(APIView):
     service_operation = operation("generalManagement", "get-log")
 
     @extend_schema(operation_id="generalManagementLogs", tags=TAG, request=LogQuerySerializer,
-                   examples=[LOGS_EXAMPLE],
+                   examples=[examples.LOGS],
+                   description="This service's log records matching every filter given, "
+                   "newest first unless the paging says otherwise.",
                    responses={200: LogListSerializer, **error_responses(403, body=True)},
                    extensions=null_body_is_absent())
     def post(self, request: Request) -> Response:
@@ -73,6 +74,7 @@ class GetConfigApi(APIView):
 
     @extend_schema(operation_id="generalManagementGetConfig", tags=TAG, request=None,
                    parameters=[KEYS_PARAMETER],
-                   responses={200: ConfigMapSerializer, **error_responses(403)})
+                   responses={200: ConfigMapSerializer, **error_responses(403)},
+                   description="The values of public configuration keys.")
     def get(self, request: Request) -> Response:
         return Response({"map": public_config(requested_keys(request))})

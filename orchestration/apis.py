@@ -1,5 +1,5 @@
 """Orchestration API (SPEC §5): pull. Subscriptions live in the subscriptions app."""
-from drf_spectacular.utils import OpenApiExample, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -7,6 +7,7 @@ from rest_framework.views import APIView
 from config.metrics import pull_answered, pull_refused
 from config.schema import error_responses, null_body_is_absent
 from config.validated_bodies import validated_body
+from orchestration import openapi_examples as examples
 from orchestration.parsed_requests import parsed_request
 from orchestration.pull import orchestration_pull
 from orchestration.request_check import checked_orchestration_request
@@ -18,21 +19,6 @@ from orchestration.serializers import (
 )
 from orchestration.types import OrchestrationRequest
 from serviceregistry.published import operation
-
-PULL_EXAMPLE = OpenApiExample("Operation with exclusivity", request_only=True, value={
-    "serviceRequirement": {"serviceDefinition": "temperatureInfo", "operations": ["query"],
-                           "interfaceTemplateNames": ["generic_http"],
-                           "securityPolicies": ["NONE", "TIME_LIMITED_TOKEN_AUTH"]},
-    "orchestrationFlags": {"MATCHMAKING": True},
-    "exclusivityDuration": 120,
-})
-# What the Java Arrowhead client's HttpCollectorDriver sends (issue 12, audit S12).
-JAVA_CLIENT_EXAMPLE = OpenApiExample("Java client (HttpCollectorDriver)", request_only=True, value={
-    "serviceRequirement": {"serviceDefinition": "serviceOne",
-                           "interfaceTemplateNames": ["generic_http"]},
-    "orchestrationFlags": {"MATCHMAKING": True, "ALLOW_INTERCLOUD": False,
-                           "ALLOW_TRANSLATION": False},
-})
 
 
 def request_from_body(data) -> OrchestrationRequest:
@@ -47,7 +33,11 @@ class OrchestrationPullApi(APIView):
     service_operation = operation("serviceOrchestration", "pull")
 
     @extend_schema(operation_id="pull", tags=["Orchestration"],
-                   request=OrchestrationRequestSerializer, examples=[PULL_EXAMPLE, JAVA_CLIENT_EXAMPLE],
+                   request=OrchestrationRequestSerializer, examples=[examples.PULL, examples.JAVA_CLIENT],
+                   description="Orchestration by the simple store: the providers of the "
+                   "requester's rules whose instances meet the service requirement, best "
+                   "priority first. Flags, exclusivity and QoS are described with their fields; "
+                   "what was ignored is listed in `warnings`.",
                    responses={200: OrchestrationResponseSerializer,
                               **error_responses(503, body=True)},
                    extensions=null_body_is_absent())

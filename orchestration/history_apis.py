@@ -1,5 +1,5 @@
 """History management API (reference-simple §6.12): the query of orchestration jobs."""
-from drf_spectacular.utils import OpenApiExample, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -14,20 +14,18 @@ from orchestration.history import (
     job_list,
 )
 from orchestration.history_serializers import JobListSerializer, JobQuerySerializer
+from orchestration.openapi_examples import HISTORY_QUERY
 from serviceregistry.published import operation
 from store.apis.common import validated
-
-HISTORY_QUERY_EXAMPLE = OpenApiExample("A consumer's failed pulls, newest first",
-                                       request_only=True, value={
-    "statuses": ["ERROR"], "type": "PULL", "requesterSystems": ["TemperatureConsumer"],
-    "pagination": {"page": 0, "size": 20, "direction": "DESC", "sortField": "createdAt"}})
 
 
 class HistoryQueryApi(APIView):
     service_operation = operation("serviceOrchestrationHistoryManagement", "query")
 
     @extend_schema(operation_id="historyQuery", tags=["History management"],
-                   request=JobQuerySerializer, examples=[HISTORY_QUERY_EXAMPLE],
+                   request=JobQuerySerializer, examples=[HISTORY_QUERY],
+                   description="Orchestration jobs (pulls and pushes) matching every filter "
+                   "given, paged.",
                    responses={200: JobListSerializer, **error_responses(403, body=True)},
                    extensions=null_body_is_absent())
     def post(self, request: Request) -> Response:

@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 
 from config.name_fields import ServiceDefinitionField, SystemNameField
 from config.schema import error_responses
+from orchestration.openapi_examples import TOKEN
 from orchestration.tokens import TokenVerification, token_verify
 
 TAG = ["Authorization tokens"]
@@ -46,7 +47,8 @@ class AuthorizationTokenVerifyApi(APIView):
 
     @extend_schema(operation_id="authorizationTokenVerify", tags=TAG,
                    parameters=[OpenApiParameter("token", str, OpenApiParameter.PATH,
-                                                description="The token as issued by pull.")],
+                                                description="The token as issued by pull.",
+                                                examples=[TOKEN])],
                    responses={200: TokenVerificationSerializer, **error_responses()})
     def get(self, request: Request, token: str) -> Response:
         verification = token_verify(raw=token, provider=request.user.name)

@@ -1,12 +1,7 @@
 """Subscribe and unsubscribe (SPEC §5)."""
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import (
-    OpenApiExample,
-    OpenApiParameter,
-    OpenApiResponse,
-    extend_schema,
-)
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -16,16 +11,13 @@ from config.exceptions import InvalidParameter
 from config.schema import body_required, error_responses
 from config.validated_bodies import validated_body
 from serviceregistry.published import operation
+from subscriptions import openapi_examples as examples
 from subscriptions.request_check import checked_subscribe_request
 from subscriptions.requests import parse_subscribe_request
 from subscriptions.serializers import SubscribeSerializer
 from subscriptions.services import subscription_delete, subscription_upsert
 
 TAG = ["Orchestration"]
-SUBSCRIBE_EXAMPLE = OpenApiExample("Push over MQTT", request_only=True, value={
-    "orchestrationRequest": {"serviceRequirement": {"serviceDefinition": "temperatureInfo"}},
-    "notifyInterface": {"protocol": "MQTT", "properties": {"topic": "plant/notify"}},
-    "duration": 3600})
 
 
 def _trigger(request: Request) -> bool:
@@ -41,7 +33,11 @@ class SubscribeApi(APIView):
     service_operation = operation("serviceOrchestration", "subscribe")
     @extend_schema(
         operation_id="subscribe", tags=TAG, request=SubscribeSerializer,
-        examples=[SUBSCRIBE_EXAMPLE],
+        examples=[examples.SUBSCRIBE],
+        description="Subscribes the requester to its orchestration result for a service: "
+        "the result is pushed to `notifyInterface` whenever it changes (and at once with "
+        "`trigger=true`). Subscribing again for the same service definition overwrites the "
+        "subscription and keeps its id.",
         parameters=[OpenApiParameter("trigger", bool, required=False,
                                      description="Also orchestrate and push now.")],
         responses={
@@ -66,7 +62,9 @@ class UnsubscribeApi(APIView):
     service_operation = operation("serviceOrchestration", "unsubscribe")
     @extend_schema(operation_id="unsubscribe", tags=TAG, request=None,
                    parameters=[OpenApiParameter("subscription_id", OpenApiTypes.UUID,
-                                                OpenApiParameter.PATH)],
+                                                OpenApiParameter.PATH,
+                                                examples=[examples.SUBSCRIPTION])],
+                   description="Removes one of the requester's subscriptions.",
                    responses={200: OpenApiResponse(description="Removed"),
                               204: OpenApiResponse(description="No such subscription"),
                               **error_responses(403, 423)})

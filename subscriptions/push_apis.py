@@ -2,7 +2,7 @@
 triggered pushes, bulk removal and the query; and the consumer's own query (our extension).
 docs/push-management.md."""
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -13,6 +13,7 @@ from config.exceptions import InvalidParameter
 from config.schema import body_required, error_responses, null_body_is_absent
 from serviceregistry.published import operation
 from store.apis.common import query_list, validated
+from subscriptions import openapi_examples as examples
 from subscriptions.push_jobs import parse_trigger_request, push_trigger
 from subscriptions.requests import parse_subscribe_list
 from subscriptions.selectors import (
@@ -33,20 +34,8 @@ from subscriptions.services import subscriptions_delete, subscriptions_upsert
 
 PUSH_MANAGEMENT = "serviceOrchestrationPushManagement"
 TAG = ["Push management"]
-PUSH_SUBSCRIBE_EXAMPLE = OpenApiExample("On behalf of a consumer", request_only=True, value={
-    "subscriptions": [{
-        "targetSystemName": "TemperatureConsumer",
-        "orchestrationRequest": {"serviceRequirement": {"serviceDefinition": "temperatureInfo"}},
-        "notifyInterface": {"protocol": "MQTT", "properties": {"topic": "plant/notify"}},
-        "duration": 3600}]})
-TRIGGER_EXAMPLE = OpenApiExample("Every subscription of a consumer", request_only=True,
-                                 value={"targetSystems": ["TemperatureConsumer"]})
-QUERY_EXAMPLE = OpenApiExample("A consumer's subscriptions, oldest first", request_only=True,
-                               value={"targetSystems": ["TemperatureConsumer"],
-                                      "pagination": {"page": 0, "size": 10, "direction": "ASC",
-                                                     "sortField": "createdAt"}})
 IDS_PARAMETER = OpenApiParameter(
-    "ids", OpenApiTypes.UUID, many=True, required=True,
+    "ids", OpenApiTypes.UUID, many=True, required=True, examples=[examples.SUBSCRIPTIONS],
     description="Subscription ids; repeat the parameter or separate them with commas. Ids with "
     "no subscription are ignored.")
 
@@ -70,7 +59,9 @@ class PushSubscribeApi(APIView):
     service_operation = operation(PUSH_MANAGEMENT, "subscribe")
 
     @extend_schema(operation_id="pushSubscribe", tags=TAG, request=PushSubscribeSerializer,
-                   examples=[PUSH_SUBSCRIBE_EXAMPLE],
+                   examples=[examples.PUSH_SUBSCRIBE],
+                   description="Subscriptions on behalf of consumers (`targetSystemName`), "
+                   "owned by the requester; an existing one is overwritten.",
                    responses={201: OrchestrationSubscriptionListResponseSerializer,
                               **error_responses(403, 423, body=True)},
                    extensions=body_required())
@@ -89,7 +80,7 @@ class PushTriggerApi(APIView):
     service_operation = operation(PUSH_MANAGEMENT, "trigger")
 
     @extend_schema(operation_id="pushTrigger", tags=TAG, request=PushTriggerSerializer,
-                   examples=[TRIGGER_EXAMPLE],
+                   examples=[examples.TRIGGER],
                    responses={201: PushJobListSerializer, **error_responses(403, 423, body=True)},
                    extensions=body_required(),
                    description="Give targetSystems or subscriptionIds (or both: then the ids "
@@ -113,7 +104,9 @@ class PushUnsubscribeApi(APIView):
 
     @extend_schema(operation_id="pushUnsubscribe", tags=TAG, request=None,
                    parameters=[IDS_PARAMETER],
-                   responses={200: None, **error_responses(403, 423)})
+                   responses={200: None, **error_responses(403, 423)},
+                   description="Removes the subscriptions with these ids, all or none: another "
+                   "system's subscription is a 403 unless the requester is an operator.")
     def delete(self, request: Request) -> Response:
         return _unsubscribe(request, query_list(request, "ids"))
 
@@ -126,7 +119,8 @@ class PushUnsubscribeOneApi(APIView):
 
     @extend_schema(operation_id="pushUnsubscribeOne", tags=TAG, request=None,
                    parameters=[OpenApiParameter("subscription_id", OpenApiTypes.UUID,
-                                                OpenApiParameter.PATH)],
+                                                OpenApiParameter.PATH,
+                                                examples=[examples.SUBSCRIPTION])],
                    responses={200: None, **error_responses(403, 423)})
     def delete(self, request: Request, subscription_id: str) -> Response:
         return _unsubscribe(request, [subscription_id])
@@ -136,7 +130,8 @@ class PushQueryApi(APIView):
     service_operation = operation(PUSH_MANAGEMENT, "query")
 
     @extend_schema(operation_id="pushQuery", tags=TAG, request=SubscriptionQuerySerializer,
-                   examples=[QUERY_EXAMPLE],
+                   examples=[examples.QUERY],
+                   description="Every subscription matching the filters given, paged.",
                    responses={200: OrchestrationSubscriptionListResponseSerializer,
                               **error_responses(403, body=True)},
                    extensions=null_body_is_absent())
@@ -148,7 +143,7 @@ class SubscriptionQueryApi(APIView):
     """The consumer's own subscriptions: those it owns or is the target of (our extension)."""
 
     @extend_schema(operation_id="subscriptionQuery", tags=["Orchestration"],
-                   request=SubscriptionQuerySerializer, examples=[QUERY_EXAMPLE],
+                   request=SubscriptionQuerySerializer, examples=[examples.QUERY],
                    responses={200: OrchestrationSubscriptionListResponseSerializer,
                               **error_responses(body=True)},
                    extensions=null_body_is_absent())

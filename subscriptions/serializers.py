@@ -17,7 +17,7 @@ from subscriptions.models import Subscription
 from subscriptions.selectors import DEFAULT_DIRECTION, DEFAULT_SORT_FIELD, SORT_COLUMNS
 
 
-@extend_schema_serializer(extensions=required_not_null("protocol"))
+@extend_schema_serializer(extensions=required_not_null("protocol", "properties"))
 class NotifyInterfaceSerializer(serializers.Serializer):
     protocol = StrictCharField(required=False, allow_null=True,
                                help_text="HTTP, HTTPS, MQTT or MQTTS (any case).")
@@ -36,9 +36,15 @@ class SubscribeSerializer(serializers.Serializer):
                                        help_text="When given, must be the requester.")
 
 
+@extend_schema_serializer(extensions=required_not_null("notifyInterface", "targetSystemName"))
+class PushSubscriptionSerializer(SubscribeSerializer):
+    """A subscription on behalf of a consumer: the same fields, `targetSystemName` required
+    (any system)."""
+
+
 @extend_schema_serializer(extensions=required_not_null("subscriptions"))
 class PushSubscribeSerializer(serializers.Serializer):
-    subscriptions = bulk_list(SubscribeSerializer(allow_null=True),
+    subscriptions = bulk_list(PushSubscriptionSerializer(allow_null=True),
                               help_text="Each with `targetSystemName` (any system).")
 
 

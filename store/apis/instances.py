@@ -1,6 +1,6 @@
 """Service instance catalog management API (SPEC §4), one view per operation."""
 from django.conf import settings
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -11,6 +11,7 @@ from config.exceptions import InvalidParameter
 from config.name_fields import INSTANCE_ID_LIST
 from config.schema import body_required, error_responses, null_body_is_absent
 from serviceregistry.published import operation
+from store import openapi_examples as examples
 from store.apis.common import query_list, validated
 from store.selectors.instances import (
     DEFAULT_SORT_FIELD,
@@ -33,20 +34,6 @@ from store.services.instances import (
 )
 
 TAG = ["Service instance catalog"]
-INSTANCE_CREATE_EXAMPLE = OpenApiExample("An HTTP service", request_only=True, value={
-    "instances": [{
-        "systemName": "TemperatureProvider", "serviceDefinitionName": "temperatureInfo",
-        "version": "1.0", "expiresAt": None, "metadata": {"unit": "celsius"},
-        "interfaces": [{"templateName": "generic_http", "protocol": "http", "policy": "NONE",
-                        "properties": {"accessAddresses": ["192.0.2.10"], "accessPort": 8080,
-                                       "basePath": "/temperature",
-                                       "operations": {"query": {"path": "/query",
-                                                                "method": "GET"}}}}]}]},
-    description="Version `1.0` is stored as `1.0.0`.")
-INSTANCE_QUERY_EXAMPLE = OpenApiExample("Celsius instances of a service", request_only=True,
-                                        value={"serviceDefinitionNames": ["temperatureInfo"],
-                                               "metadataRequirementsList": [{"unit": "celsius"}],
-                                               "pagination": {"page": 0, "size": 10}})
 
 
 def _list_response(instances, count: int, status: int = 200) -> Response:
@@ -58,7 +45,7 @@ class InstanceCreateApi(APIView):
     service_operation = operation("serviceOrchestrationServiceInstanceManagement", "create")
 
     @extend_schema(operation_id="serviceInstanceCreate", tags=TAG,
-                   request=InstanceCreateSerializer, examples=[INSTANCE_CREATE_EXAMPLE],
+                   request=InstanceCreateSerializer, examples=[examples.INSTANCE_CREATE],
                    responses={201: ServiceInstanceListSerializer,
                               **error_responses(403, 423, body=True)},
                    extensions=body_required(),
@@ -73,7 +60,7 @@ class InstanceUpdateApi(APIView):
     service_operation = operation("serviceOrchestrationServiceInstanceManagement", "update")
 
     @extend_schema(operation_id="serviceInstanceUpdate", tags=TAG,
-                   request=InstanceUpdateSerializer,
+                   request=InstanceUpdateSerializer, examples=[examples.INSTANCE_UPDATE],
                    responses={200: ServiceInstanceListSerializer,
                               **error_responses(403, 423, body=True)},
                    extensions=body_required(),
@@ -88,7 +75,8 @@ class InstanceQueryApi(APIView):
     service_operation = operation("serviceOrchestrationServiceInstanceManagement", "query")
 
     @extend_schema(operation_id="serviceInstanceQuery", tags=TAG,
-                   request=InstanceQuerySerializer, examples=[INSTANCE_QUERY_EXAMPLE],
+                   request=InstanceQuerySerializer, examples=[examples.INSTANCE_QUERY],
+                   description="Instances matching every filter given (none: all), paged.",
                    responses={200: ServiceInstanceListSerializer,
                               **error_responses(403, body=True)},
                    extensions=null_body_is_absent())
@@ -111,10 +99,12 @@ class InstanceRemoveApi(APIView):
                    parameters=[OpenApiParameter(
                        "ids", {"type": "array",
                                "items": {"type": "string", INSTANCE_ID_LIST: True}},
-                       required=True,
+                       required=True, examples=[examples.INSTANCE_IDS],
                        description="Instance ids; repeat the parameter or separate them with "
                        "commas (blank pieces are dropped; at least one must remain).")],
-                   responses={200: None, **error_responses(403, 423)})
+                   responses={200: None, **error_responses(403, 423)},
+                   description="Removes the instances with these ids; unknown ids are "
+                   "ignored.")
     def delete(self, request: Request) -> Response:
         values = query_list(request, "ids")
         if not values:

@@ -1,7 +1,7 @@
 """Rule store management API (SPEC §3), one view per operation."""
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -12,6 +12,7 @@ from config.exceptions import InvalidParameter
 from config.fields import BoundedDictField, StrictIntegerField
 from config.schema import body_required, error_responses, null_body_is_absent
 from serviceregistry.published import operation
+from store import openapi_examples as examples
 from store.apis.common import query_list, validated
 from store.selectors.rules import (
     DEFAULT_SORT_FIELD,
@@ -42,25 +43,8 @@ PRIORITY_MAP_SCHEMA = {
     "additionalProperties": {"type": "integer", "minimum": 1, "maximum": MAX_PRIORITY},
     "maxProperties": settings.MAX_BULK_SIZE,
 }
-RULE_CREATE_EXAMPLE = OpenApiExample("Two providers for one consumer", request_only=True, value={
-    "entries": [
-        {"consumer": "temperature-consumer",
-         "serviceInstanceId": "TemperatureProvider|temperatureInfo|1.0.0", "priority": 1},
-        {"consumer": "TemperatureConsumer",
-         "serviceInstanceId": "BackupProvider|temperatureInfo|1.0.0", "priority": 2},
-    ]}, description="`temperature-consumer` is normalized to `TemperatureConsumer`.")
-RULE_QUERY_EXAMPLE = OpenApiExample("A consumer's rules, best first", request_only=True, value={
-    "consumerNames": ["TemperatureConsumer"], "minPriority": 1,
-    "pagination": {"page": 0, "size": 10, "direction": "ASC", "sortField": "priority"}})
-# Two rules of one consumer and service definition, at priorities 1 and 2, swap them.
-SWAPPED_RULES = ("0b9c4a4e-4a4e-4b9c-9c4a-4e4a4e4b9c4a", "5d1e7f3a-2c6b-4e8d-9a0f-1b2c3d4e5f60")
-MODIFY_PRIORITIES_EXAMPLE = OpenApiExample(
-    "Swap two priorities", request_only=True,
-    value={SWAPPED_RULES[0]: 2, SWAPPED_RULES[1]: 1},
-    description="Rules " + " and ".join(SWAPPED_RULES) + " of one consumer and service "
-    "definition, now at priorities 1 and 2.")
 REMOVE_PARAMETERS = [OpenApiParameter(
-    "uuids", OpenApiTypes.UUID, many=True, required=True,
+    "uuids", OpenApiTypes.UUID, many=True, required=True, examples=[examples.RULE_IDS],
     description="Rule ids; repeat the parameter or separate them with commas (blanks around "
     "an id are ignored). Ids with no rule are ignored.")]
 
@@ -77,7 +61,8 @@ class RuleQueryApi(APIView):
                          "DELETE": operation(SIMPLE_STORE_MANAGEMENT, "remove")}
 
     @extend_schema(operation_id="simpleStoreQuery", tags=TAG, request=RuleQuerySerializer,
-                   examples=[RULE_QUERY_EXAMPLE],
+                   examples=[examples.RULE_QUERY],
+                   description="Rules matching every filter given (none: all rules), paged.",
                    responses={200: RuleListSerializer, **error_responses(403, body=True)},
                    extensions=null_body_is_absent())
     def post(self, request: Request) -> Response:
@@ -103,7 +88,9 @@ class RuleCreateApi(APIView):
     service_operation = operation(SIMPLE_STORE_MANAGEMENT, "create")
 
     @extend_schema(operation_id="simpleStoreCreate", tags=TAG, request=RuleCreateSerializer,
-                   examples=[RULE_CREATE_EXAMPLE],
+                   examples=[examples.RULE_CREATE],
+                   description="Bulk create (`entries`, or `candidates` as the Java reference "
+                   "names them, not both); a rule that already exists is a 400.",
                    responses={201: RuleListSerializer, **error_responses(403, 423, body=True)},
                    extensions=body_required())
     def post(self, request: Request) -> Response:
@@ -128,8 +115,10 @@ class RuleModifyPrioritiesApi(APIView):
 
     @extend_schema(operation_id="simpleStoreModifyPriorities", tags=TAG,
                    request={"application/json": PRIORITY_MAP_SCHEMA},
-                   examples=[MODIFY_PRIORITIES_EXAMPLE],
-                   responses={200: RuleListSerializer, **error_responses(403, 423, body=True)})
+                   examples=[examples.MODIFY_PRIORITIES],
+                   responses={200: RuleListSerializer, **error_responses(403, 423, body=True)},
+                   description="Sets new priorities of existing rules, all together; no body "
+                   "changes nothing.")
     def put(self, request: Request) -> Response:
         priorities = PriorityMapField().run_validation(request.data)
         rules = rule_priorities_modify(priorities=priorities, requester=request.user.name)
@@ -137,7 +126,7 @@ class RuleModifyPrioritiesApi(APIView):
 
     @extend_schema(operation_id="simpleStoreModifyPrioritiesPost", tags=TAG,
                    request={"application/json": PRIORITY_MAP_SCHEMA},
-                   examples=[MODIFY_PRIORITIES_EXAMPLE],
+                   examples=[examples.MODIFY_PRIORITIES],
                    responses={200: RuleListSerializer, **error_responses(403, 423, body=True)},
                    description="Same as PUT; the interface document shows POST.")
     def post(self, request: Request) -> Response:
@@ -157,7 +146,8 @@ class RuleRemoveApi(APIView):
     service_operation = operation(SIMPLE_STORE_MANAGEMENT, "remove")
 
     @extend_schema(operation_id="simpleStoreRemove", tags=TAG, request=None,
-                   parameters=REMOVE_PARAMETERS, responses={200: None, **error_responses(403, 423)})
+                   parameters=REMOVE_PARAMETERS, responses={200: None, **error_responses(403, 423)},
+                   description="Removes the rules with these ids.")
     def delete(self, request: Request) -> Response:
         return _remove(request)
 

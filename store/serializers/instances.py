@@ -50,8 +50,10 @@ class ServiceInstanceListSerializer(serializers.Serializer):
     count = serializers.IntegerField()
 
 
+@extend_schema_serializer(extensions=required_not_null("templateName", "policy", "properties"))
 class InterfaceInputSerializer(serializers.Serializer):
-    """Types only; values are checked by store.interfaces."""
+    """Types only; values are checked by store.interfaces (`protocol` defaults from the
+    template)."""
 
     templateName = StrictCharField(required=False, allow_null=True)
     protocol = StrictCharField(required=False, allow_null=True)

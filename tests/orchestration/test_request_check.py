@@ -10,7 +10,7 @@ from django.test import override_settings
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestration.apis import JAVA_CLIENT_EXAMPLE, PULL_EXAMPLE
+from orchestration.openapi_examples import JAVA_CLIENT, PULL
 from orchestration import request_check
 from orchestration.request_check import checked_orchestration_request
 from orchestration.serializers import (
@@ -96,7 +96,7 @@ class FieldTests:
 
 class AcceptedBodyTests:
     @pytest.mark.parametrize("body", [
-        TYPICAL, PULL_EXAMPLE.value, JAVA_CLIENT_EXAMPLE.value, {},
+        TYPICAL, PULL.value, JAVA_CLIENT.value, {},
         {"serviceRequirement": None, "orchestrationFlags": None, "qosRequirements": None,
          "exclusivityDuration": None},
         {"serviceRequirement": {}},

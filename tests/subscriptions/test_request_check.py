@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orchestration.serializers import MAX_SECONDS
-from subscriptions.apis import SUBSCRIBE_EXAMPLE
+from subscriptions.openapi_examples import SUBSCRIBE
 from subscriptions.request_check import checked_subscribe_request
 from subscriptions.serializers import NotifyInterfaceSerializer, SubscribeSerializer
 from tests.request_bodies import (
@@ -98,7 +98,7 @@ class FieldTests:
 
 class AcceptedBodyTests:
     @pytest.mark.parametrize("body", [
-        TYPICAL, SUBSCRIBE_EXAMPLE.value, {},
+        TYPICAL, SUBSCRIBE.value, {},
         {"orchestrationRequest": None, "notifyInterface": None, "duration": None,
          "targetSystemName": None},
         {"notifyInterface": {}}, {"notifyInterface": {"protocol": None, "properties": None}},
