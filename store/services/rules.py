@@ -1,5 +1,6 @@
 """Writing orchestration rules: create, modify priorities, remove (SPEC §3,
-reference-simple §6.5–6.7). Every writer (API, admin, import command) goes through here."""
+reference-simple §6.5–6.7). Every writer (API, admin) goes through here; imports through
+store.services.imports, which takes the same rule set locks."""
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -114,8 +115,8 @@ def _new_rule(rule: ValidRule, requester: str, now) -> Rule:
 
 
 @retry_on_conflict
-def rules_store(rules: Sequence[ValidRule], *, requester: str, batch_size: int = 1000,
-                progress=None) -> list[Rule]:
+def rules_store(rules: Sequence[ValidRule], *, requester: str,
+                batch_size: int = 1000) -> list[Rule]:
     """Insert validated rules in one transaction, all or nothing. A rule that a concurrent
     request stored first is refused with the same 400 as one stored before: the rule set
     locks make the later request wait and then see it (the unique constraint is the net)."""
@@ -128,8 +129,6 @@ def rules_store(rules: Sequence[ValidRule], *, requester: str, batch_size: int =
             change_record(consumers=(rule.consumer for rule in rules))
             for start in range(0, len(created), batch_size):
                 Rule.objects.bulk_create(created[start:start + batch_size])
-                if progress:
-                    progress(min(start + batch_size, len(created)))
     except IntegrityError:
         rules_ensure_not_stored(rules)  # the concurrent winner is committed now
         raise InvalidParameter("A conflicting rule was created concurrently; please retry")
@@ -244,10 +243,3 @@ def _delete_locked(rules) -> int:
 @transaction.atomic
 def rule_delete_many(*, ids: Sequence[uuid.UUID]) -> int:
     return _delete_locked(Rule.objects.filter(id__in=list(ids)))
-
-
-@retry_on_conflict
-@transaction.atomic
-def rule_delete_all() -> int:
-    """Remove every rule (import --replace)."""
-    return _delete_locked(Rule.objects.all())

@@ -52,8 +52,59 @@ class InstanceImportExportTests:
 
     def test_it_replaces_the_whole_catalog_when_asked(self, tmp_path):
         make_instances(instance_body("Old"))
-        import_file(tmp_path, {"instances": [instance_body("New")]}, "--replace")
+        with pytest.raises(CommandError, match="--replace would remove 1 instance"):
+            import_file(tmp_path, {"instances": [instance_body("New")]}, "--replace")
+        assert list(ServiceInstance.objects.values_list("provider", flat=True)) == ["Old"]
+        output = import_file(tmp_path, {"instances": [instance_body("New")]}, "--replace", "--yes")
         assert list(ServiceInstance.objects.values_list("provider", flat=True)) == ["New"]
+        assert "1 created, 0 updated, 0 unchanged, 1 removed." in output
+
+    def test_it_reimports_its_own_export_as_a_no_op(self, tmp_path):
+        make_instances(instance_body("Alpha"), instance_body("Beta", interfaces=[mqtt_interface()]))
+        before = snapshot() + list(ServiceInstance.objects.values_list("updated_at"))
+        output = import_file(tmp_path, export(tmp_path))
+        assert "Imported 2 instance(s): 0 created, 0 updated, 2 unchanged, 0 removed." in output
+        assert snapshot() + list(ServiceInstance.objects.values_list("updated_at")) == before
+
+    def test_it_prints_the_plan_and_writes_nothing_on_a_dry_run(self, tmp_path):
+        make_instances(instance_body("Alpha"), instance_body("Beta"), instance_body("Gamma"))
+        before = snapshot()
+        source = tmp_path / "import.json"
+        source.write_text(json.dumps({"instances": [
+            instance_body("Alpha"), instance_body("Beta", metadata={"unit": "kelvin"}),
+            instance_body("Delta")]}))
+        out = io.StringIO()
+        call_command("import_instances", str(source), "--dry-run", "--replace", stdout=out)
+        assert out.getvalue().splitlines() == [
+            "To create: 1 instance(s)", "  + Delta|temperatureInfo|1.0.0",
+            "To update: 1 instance(s)", "  ~ Beta|temperatureInfo|1.0.0 (metadata)",
+            "Unchanged: 1 instance(s)",
+            "To remove: 1 instance(s)", "  - Gamma|temperatureInfo|1.0.0",
+            "Dry run: nothing written."]
+        assert snapshot() == before
+
+    def test_it_updates_a_changed_instance_only_when_asked(self, tmp_path):
+        make_instances(instance_body("Alpha"))
+        changed = {"instances": [instance_body("Alpha", interfaces=[mqtt_interface()])]}
+        with pytest.raises(CommandError) as error:
+            import_file(tmp_path, changed)
+        assert str(error.value) == (
+            "1 instance(s) in the file differ from the stored ones, nothing imported: "
+            "Alpha|temperatureInfo|1.0.0 (interfaces). Run with --update to overwrite them "
+            "(--dry-run lists every change).")
+        assert ServiceInstance.objects.get().interfaces.get().template_name == "generic_http"
+        output = import_file(tmp_path, changed, "--update")
+        assert "0 created, 1 updated, 0 unchanged, 0 removed." in output
+        assert ServiceInstance.objects.get().interfaces.get().template_name == "generic_mqtt"
+
+    def test_it_writes_nothing_from_a_malformed_file(self, tmp_path):
+        make_instances(instance_body("Stored"))
+        source = tmp_path / "import.json"
+        source.write_bytes(b'{"instances": [\xff]}')
+        with pytest.raises(CommandError, match="Cannot read .*import.json: "):
+            call_command("import_instances", str(source), "--replace", "--yes",
+                         stderr=io.StringIO())
+        assert list(ServiceInstance.objects.values_list("provider", flat=True)) == ["Stored"]
 
     @pytest.mark.parametrize("data, message", [
         ({"instances": [instance_body("A"), instance_body("B", interfaces=[])]},

@@ -50,7 +50,7 @@ class ImportRulesCommandTests:
                               "--as", "plant-admin")
         assert keys() == {("ConsumerA", "P|svc|1.0.0", 1), ("ConsumerB", "P|svc|1.0.0", 1)}
         assert set(Rule.objects.values_list("created_by", flat=True)) == {"PlantAdmin"}
-        assert "Imported 2 rule(s)." in output
+        assert "Imported 2 rule(s): 2 created, 0 updated, 0 unchanged, 0 removed." in output
         assert "[##############################] 2/2" in output
 
     def test_it_reads_back_an_export(self, tmp_path):
@@ -63,8 +63,10 @@ class ImportRulesCommandTests:
 
     def test_it_replaces_existing_rules_in_one_transaction(self, tmp_path):
         make_rules(("C", "P|svc|1.0.0", 1), ("Old", "P|svc|1.0.0", 1))
-        import_rules(tmp_path, {"entries": [entry("C", "P|svc|1.0.0", 1)]}, "--replace")
+        output = import_rules(tmp_path, {"entries": [entry("C", "P|svc|1.0.0", 1)]}, "--replace",
+                              "--yes")
         assert keys() == {("C", "P|svc|1.0.0", 1)}
+        assert "0 created, 0 updated, 1 unchanged, 1 removed." in output
 
     def test_it_imports_a_large_file_in_batches(self, tmp_path):
         entries = [entry(f"Consumer{n % 50}", f"P{n}|svc|1.0.0", n) for n in range(1, 2501)]
@@ -81,8 +83,9 @@ class ImportRulesCommandTests:
          "Conflicting rules, the combination of the following fields should be unique: C, "
          "service definition: svc, priority: 1"),
         ({"entries": [entry("Stored", "Q|svc|1.0.0", 1)]},
-         "There is already an existing entity with consumer name: Stored, service definition: "
-         "svc, priority: 1"),
+         "1 rule(s) in the file differ from the stored ones, nothing imported: Stored → "
+         "Q|svc|1.0.0 (priority 1), was P|svc|1.0.0. Run with --update to overwrite them "
+         "(--dry-run lists every change)."),
         ({"entries": [entry("C", "bad", 1)]},
          "entries[0]: The specified service instance identifier does not match the naming "
          "convention: bad"),
@@ -103,6 +106,97 @@ class ImportRulesCommandTests:
     def test_it_refuses_an_invalid_requester(self, tmp_path):
         with pytest.raises(CommandError, match="--as: The specified system name"):
             import_rules(tmp_path, {"entries": []}, "--as", "2nd")
+
+
+class Terminal(io.StringIO):
+    """Standard input of an operator at a terminal, who types `answer`."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def run_import(tmp_path, data, *args: str, **kwargs) -> tuple[str, str]:
+    """import_rules' standard output and error."""
+    source = tmp_path / "import.json"
+    source.write_text(json.dumps(data))
+    out, err = io.StringIO(), io.StringIO()
+    call_command("import_rules", str(source), *args, stdout=out, stderr=err, **kwargs)
+    return out.getvalue(), err.getvalue()
+
+
+def rows() -> list[tuple]:
+    return list(Rule.objects.order_by("consumer", "priority").values_list(
+        "id", "consumer", "service_instance_id", "priority", "updated_by", "updated_at"))
+
+
+class ImportRulesIdempotenceTests:
+    @pytest.fixture
+    def stored(self):
+        return make_rules(("C", "P|svc|1.0.0", 1), ("C", "Q|svc|1.0.0", 2), ("D", "P|svc|1.0.0", 1))
+
+    def test_it_reimports_its_own_export_as_a_no_op(self, tmp_path, stored):
+        before = rows()
+        _, err = run_import(tmp_path, export(tmp_path))
+        assert "Imported 3 rule(s): 0 created, 0 updated, 3 unchanged, 0 removed." in err
+        assert rows() == before
+
+    def test_it_prints_the_plan_and_writes_nothing_on_a_dry_run(self, tmp_path, stored):
+        before = rows()
+        data = {"entries": [entry("C", "P|svc|1.0.0", 1), entry("C", "R|svc|1.0.0", 2),
+                            entry("E", "P|svc|1.0.0", 1)]}
+        out, _ = run_import(tmp_path, data, "--dry-run", "--replace", verbosity=2)
+        assert out.splitlines() == [
+            "To create: 1 rule(s)", "  + E → P|svc|1.0.0 (priority 1)",
+            "To update: 1 rule(s)", "  ~ C → R|svc|1.0.0 (priority 2), was Q|svc|1.0.0",
+            "Unchanged: 1 rule(s)", "  = C → P|svc|1.0.0 (priority 1)",
+            "To remove: 1 rule(s)", "  - D → P|svc|1.0.0 (priority 1)",
+            "Dry run: nothing written."]
+        assert rows() == before
+
+    def test_it_updates_a_changed_rule_only_when_asked(self, tmp_path, stored):
+        data = {"entries": [entry("C", "R|svc|1.0.0", 2)]}
+        with pytest.raises(CommandError, match=r"C → R\|svc\|1.0.0 \(priority 2\), was Q"):
+            run_import(tmp_path, data)
+        assert keys() == {(r.consumer, r.service_instance_id, r.priority) for r in stored}
+        _, err = run_import(tmp_path, data, "--update", "--as", "PlantAdmin")
+        assert "0 created, 1 updated, 0 unchanged, 0 removed." in err
+        changed = Rule.objects.get(pk=stored[1].pk)
+        assert (changed.service_instance_id, changed.updated_by) == ("R|svc|1.0.0", "PlantAdmin")
+        assert changed.created_by == "Sysop"
+
+    def test_it_refuses_to_replace_without_a_terminal_or_yes(self, tmp_path, stored):
+        before = rows()
+        with pytest.raises(CommandError, match="--replace would remove 2 rule"):
+            run_import(tmp_path, {"entries": [entry("C", "P|svc|1.0.0", 1)]}, "--replace")
+        assert rows() == before
+
+    def test_it_replaces_when_the_operator_confirms(self, tmp_path, stored):
+        data = {"entries": [entry("C", "P|svc|1.0.0", 1)]}
+        with pytest.raises(CommandError, match="Not confirmed"):
+            run_import(tmp_path, data, "--replace", stdin=Terminal("no\n"))
+        assert len(rows()) == 3
+        out, _ = run_import(tmp_path, data, "--replace", stdin=Terminal("yes\n"))
+        assert "  - C → Q|svc|1.0.0 (priority 2)\n  - D → P|svc|1.0.0 (priority 1)" in out
+        assert keys() == {("C", "P|svc|1.0.0", 1)}
+
+    def test_it_imports_nothing_when_the_rules_change_before_the_answer(self, tmp_path, stored):
+        class Meanwhile(Terminal):
+            def readline(self) -> str:
+                make_rules(("F", "P|svc|1.0.0", 1))  # another operator, while we read the list
+                return "yes\n"
+
+        with pytest.raises(CommandError, match="The stored rules changed since the preview"):
+            run_import(tmp_path, {"entries": [entry("C", "P|svc|1.0.0", 1)]}, "--replace",
+                       stdin=Meanwhile())
+        assert len(rows()) == 4
+
+    def test_it_writes_nothing_from_a_malformed_file(self, tmp_path, stored):
+        before = rows()
+        (tmp_path / "import.json").write_text('{"entries": [')
+        with pytest.raises(CommandError, match="Cannot read .*import.json: Expecting"):
+            call_command("import_rules", str(tmp_path / "import.json"), "--replace", "--yes",
+                         stderr=io.StringIO())
+        assert rows() == before
 
 
 @pytest.mark.django_db(transaction=True)

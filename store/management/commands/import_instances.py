@@ -1,58 +1,22 @@
-from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import OperationalError, transaction
 from django.utils import timezone
 
-from config.exceptions import ArrowheadError, InvalidParameter
-from store.management.files import read_validated
-from store.management.progress import progress_bar
-from store.models import ServiceInstance
-from store.serializers.instances import InstanceCreateSerializer, instance_drafts_from
-from store.services.instances import (
-    instance_delete_many,
-    instance_validate,
-    instances_store,
-)
+from store.files import instances_read
+from store.management.importing import ImportCommand
+from store.services.imports import instance_import, instance_import_plan
 
 
-class Command(BaseCommand):
+class Command(ImportCommand):
+    noun = "instance"
     help = ("Import service instances from a JSON file in the create request's shape "
-            '({"instances": [...]}; export_instances output works too). Everything is '
-            "validated first, then written in one transaction; an existing id is replaced.")
+            '({"instances": [...]}; export_instances output works too). An instance stored '
+            "with the same id and content is unchanged; one that differs is refused unless "
+            "--update. Everything is validated first, then written in one transaction.")
 
-    def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("file")
-        parser.add_argument("--replace", action="store_true",
-                            help="remove every existing instance first (same transaction)")
+    def read(self, content: bytes, source: str, options: dict) -> list:
+        return instances_read(content, source=source, now=timezone.now())
 
-    def handle(self, *args, **options) -> None:
-        instances = self._validated(self._read(options["file"]))
-        total = len(instances)
-        try:
-            with transaction.atomic():
-                if options["replace"]:
-                    removed = instance_delete_many(instance_ids=ServiceInstance.objects.values_list(
-                        "service_instance_id", flat=True))
-                    self.stderr.write(f"Removed {removed} existing instance(s).")
-                instances_store(instances, progress=progress_bar(self.stderr, "Importing instances", total))
-        except (ArrowheadError, OperationalError) as exc:  # e.g. a concurrent writer
-            raise CommandError(getattr(exc, "message", f"Nothing imported: {exc}")) from exc
-        self.stderr.write(f"\nImported {total} instance(s).")
+    def plan(self, entries, *, replace: bool):
+        return instance_import_plan(entries, replace=replace)
 
-    def _read(self, path: str) -> list:
-        return instance_drafts_from(read_validated(path, InstanceCreateSerializer))
-
-    def _validated(self, drafts: list) -> list:
-        now, seen, instances = timezone.now(), set(), []
-        for index, draft in enumerate(drafts):
-            if draft is None:
-                raise CommandError(f"instances[{index}]: null entry")
-            try:
-                instance = instance_validate(draft, now=now)
-            except InvalidParameter as exc:
-                raise CommandError(f"instances[{index}]: {exc.message}") from exc
-            if instance.instance_id in seen:
-                raise CommandError(f"instances[{index}]: Duplicated instance: "
-                                   f"{instance.instance_id}")
-            seen.add(instance.instance_id)
-            instances.append(instance)
-        return instances
+    def apply(self, entries, options: dict, **kwargs):
+        return instance_import(entries, **kwargs)

@@ -1,0 +1,178 @@
+"""Import and Export buttons on the rule and service instance change lists: the same files,
+reading, plan and services as import_rules / import_instances and export_rules /
+export_instances (store.files, store.services.imports); these views only ask and show.
+
+Import: upload form → preview of what is created, updated, unchanged and removed → confirm.
+The uploaded file waits in the session between preview and confirmation (so it works behind
+several web processes), and the confirmation applies only the previewed plan: if the stored
+entries changed meanwhile, the plan's digest differs and nothing is written."""
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from django import forms
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+
+from config.exceptions import ArrowheadError, InvalidParameter
+from store.files import Export, instances_export, instances_read, rules_export, rules_read
+from store.services.imports import (
+    ImportPlan,
+    instance_import,
+    instance_import_plan,
+    rule_import,
+    rule_import_plan,
+)
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """How one model's entries are exported, read, planned and imported."""
+
+    noun: str
+    filename: str
+    export: Callable[[], Export]
+    read: Callable[[str, str], Sequence]  # (content, file name)
+    plan: Callable[..., ImportPlan]
+    apply: Callable[..., ImportPlan]  # (request, entries, replace=, update=, expected=)
+
+
+RULES = Transfer(
+    "rule", "rules.json", rules_export,
+    lambda content, source: rules_read(content, source=source), rule_import_plan,
+    lambda request, entries, **kwargs: rule_import(
+        entries, requester=request.user.get_username(), **kwargs))
+
+INSTANCES = Transfer(
+    "instance", "instances.json", instances_export,
+    lambda content, source: instances_read(content, source=source, now=timezone.now()),
+    instance_import_plan, lambda request, entries, **kwargs: instance_import(entries, **kwargs))
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(help_text="JSON, as Export writes it (or the API's create body).")
+    update = forms.BooleanField(required=False, label="Update entries that differ",
+                                help_text="Without it, an import is refused when a stored "
+                                          "entry differs from the file's.")
+    replace = forms.BooleanField(required=False, label="Remove entries the file does not hold")
+
+    def __init__(self, *args, transfer: Transfer, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.transfer, self.entries, self.content = transfer, None, None
+
+    def clean(self) -> dict:
+        data = super().clean()
+        upload = data.get("file")
+        if upload is None:
+            return data
+        try:
+            try:
+                self.content = upload.read().decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidParameter(f"Cannot read {upload.name}: {exc}") from exc
+            self.entries = self.transfer.read(self.content, upload.name)
+        except InvalidParameter as exc:
+            raise forms.ValidationError(exc.message) from exc
+        return data
+
+
+class ImportExportMixin:
+    """For a ModelAdmin: the change list's Import and Export buttons and their pages."""
+
+    transfer: Transfer
+    change_list_template = "admin/store/change_list_import_export.html"
+
+    def get_urls(self):
+        name = self._url_name()
+        view = self.admin_site.admin_view
+        return [
+            path("import/", view(self.import_view), name=f"{name}_import"),
+            path("import/confirm/", view(self.import_confirm_view), name=f"{name}_import_confirm"),
+            path("export/", view(self.export_view), name=f"{name}_export"),
+            *super().get_urls(),
+        ]
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict | None = None):
+        extra_context = {**(extra_context or {}), "can_import": self.has_import_permission(request)}
+        return super().changelist_view(request, extra_context)
+
+    def has_import_permission(self, request: HttpRequest) -> bool:
+        """An import may create, change and remove entries: it needs all three permissions."""
+        return (self.has_add_permission(request) and self.has_change_permission(request)
+                and self.has_delete_permission(request))
+
+    def export_view(self, request: HttpRequest) -> StreamingHttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return StreamingHttpResponse(
+            self.transfer.export(), content_type="application/json",
+            headers={"Content-Disposition": f'attachment; filename="{self.transfer.filename}"'})
+
+    def import_view(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_import_permission(request):
+            raise PermissionDenied
+        form = ImportForm(request.POST or None, request.FILES or None, transfer=self.transfer)
+        plan = None
+        if request.method == "POST" and form.is_valid():
+            replace, update = form.cleaned_data["replace"], form.cleaned_data["update"]
+            plan = self.transfer.plan(form.entries, replace=replace)
+            request.session[self._session_key()] = {
+                "source": form.cleaned_data["file"].name, "content": form.content,
+                "replace": replace, "update": update, "digest": plan.digest}
+        return self._page(request, form=form, plan=plan)
+
+    def import_confirm_view(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_import_permission(request):
+            raise PermissionDenied
+        pending = request.session.get(self._session_key())
+        if (request.method != "POST" or not pending
+                or request.POST.get("digest") != pending["digest"]):
+            messages.error(request, "Nothing to confirm: upload the file again.")
+            return HttpResponseRedirect(self._url("import"))
+        try:
+            entries = self.transfer.read(pending["content"], pending["source"])
+            done = self.transfer.apply(request, entries, replace=pending["replace"],
+                                       update=pending["update"], expected=pending["digest"])
+        except ArrowheadError as exc:
+            messages.error(request, exc.message)
+            return HttpResponseRedirect(self._url("import"))
+        finally:
+            request.session.pop(self._session_key(), None)
+        messages.success(request, f"Imported {pending['source']}: {len(done.created)} created, "
+                                  f"{len(done.updated)} updated, {len(done.unchanged)} unchanged, "
+                                  f"{len(done.removed)} removed.")
+        return HttpResponseRedirect(self._url("changelist"))
+
+    def _page(self, request: HttpRequest, *, form: ImportForm,
+              plan: ImportPlan | None) -> TemplateResponse:
+        update = bool(plan and form.cleaned_data["update"])
+        context = {
+            **self.admin_site.each_context(request), "opts": self.opts, "form": form,
+            "title": f"Import {self.opts.verbose_name_plural}", "plan": plan,
+            "sections": plan and [("To create", plan.created), ("To update", plan.updated),
+                                  ("Unchanged", plan.unchanged), ("To remove", plan.removed)],
+            "refused": bool(plan and plan.updated and not update),
+            "changes": bool(plan and (plan.created or plan.updated or plan.removed)),
+            "confirm_url": self._url("import_confirm"),
+        }
+        return TemplateResponse(request, "admin/store/import.html", context)
+
+    def _session_key(self) -> str:
+        return f"store-import-{self.opts.model_name}"
+
+    def _url_name(self) -> str:
+        return f"{self.opts.app_label}_{self.opts.model_name}"
+
+    def _url(self, view: str) -> str:
+        return reverse(f"{self.admin_site.name}:{self._url_name()}_{view}")
+
+
+class RuleImportExport(ImportExportMixin):
+    transfer = RULES
+
+
+class InstanceImportExport(ImportExportMixin):
+    transfer = INSTANCES

@@ -1,0 +1,104 @@
+"""What import_rules and import_instances share: options, the plan printed, the confirmation
+of removals. The work is in store.files (reading) and store.services.imports (plan, apply)."""
+import sys
+from collections.abc import Sequence
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import OperationalError
+
+from config.exceptions import ArrowheadError
+from store.management.progress import progress_bar
+from store.services.imports import ImportPlan, ImportRefused
+
+SHOWN = 50  # removals listed before a confirmation question
+
+
+class ImportCommand(BaseCommand):
+    noun: str  # "rule", "instance"
+    stealth_options = ("stdin",)  # tests answer the confirmation question through it
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("file")
+        parser.add_argument("--dry-run", action="store_true",
+                            help="print what would be created, updated and removed; write "
+                                 "nothing")
+        parser.add_argument("--update", action="store_true",
+                            help=f"overwrite stored {self.noun}s that differ from the file's "
+                                 "(without it such an import is refused)")
+        parser.add_argument("--replace", action="store_true",
+                            help=f"also remove the stored {self.noun}s the file does not hold "
+                                 "(asks for confirmation)")
+        parser.add_argument("--yes", action="store_true",
+                            help="remove without asking (needed without a terminal)")
+
+    def read(self, content: bytes, source: str, options: dict) -> Sequence:
+        raise NotImplementedError
+
+    def plan(self, entries: Sequence, *, replace: bool) -> ImportPlan:
+        raise NotImplementedError
+
+    def apply(self, entries: Sequence, options: dict, **kwargs) -> ImportPlan:
+        raise NotImplementedError
+
+    def handle(self, *args, **options) -> None:
+        entries = self._read(options["file"], options)
+        replace = options["replace"]
+        try:
+            plan = self.plan(entries, replace=replace)
+            if options["dry_run"]:
+                self._print_plan(plan, options["verbosity"])
+                self.stdout.write("Dry run: nothing written.")
+                return
+            if plan.updated and not options["update"]:
+                raise ImportRefused(plan)
+            confirmed = None
+            if plan.removed and not options["yes"]:
+                self._confirm_removal(plan, options.get("stdin") or sys.stdin)
+                confirmed = plan.digest  # apply what the operator saw, or nothing
+            done = self.apply(entries, options, replace=replace, update=options["update"],
+                              expected=confirmed,
+                              progress=progress_bar(self.stderr, f"Importing {self.noun}s"))
+        except ImportRefused as exc:
+            raise CommandError(f"{exc.message}. Run with --update to overwrite them "
+                               "(--dry-run lists every change).") from exc
+        except (ArrowheadError, OperationalError) as exc:  # refused, or a concurrent writer
+            raise CommandError(getattr(exc, "message", f"Nothing imported: {exc}")) from exc
+        self.stderr.write(f"Imported {len(entries)} {self.noun}(s): "
+                          f"{len(done.created)} created, {len(done.updated)} updated, "
+                          f"{len(done.unchanged)} unchanged, {len(done.removed)} removed.")
+
+    def _read(self, path: str, options: dict) -> Sequence:
+        try:
+            with open(path, "rb") as file:
+                content = file.read()
+        except OSError as exc:
+            raise CommandError(f"Cannot read {path}: {exc}") from exc
+        try:
+            return self.read(content, path, options)
+        except ArrowheadError as exc:
+            raise CommandError(exc.message) from exc
+
+    def _print_plan(self, plan: ImportPlan, verbosity: int) -> None:
+        sections = (("To create", plan.created, "+"), ("To update", plan.updated, "~"),
+                    ("Unchanged", plan.unchanged, "="), ("To remove", plan.removed, "-"))
+        for title, lines, mark in sections:
+            self.stdout.write(f"{title}: {len(lines)} {self.noun}(s)")
+            if mark != "=" or verbosity >= 2:  # unchanged entries only when asked (-v 2)
+                for line in lines:
+                    self.stdout.write(f"  {mark} {line}")
+
+    def _confirm_removal(self, plan: ImportPlan, stdin) -> None:
+        count = len(plan.removed)
+        if not stdin.isatty():
+            raise CommandError(f"--replace would remove {count} {self.noun}(s); without a "
+                               "terminal to confirm, add --yes (--dry-run lists them). "
+                               "Nothing imported.")
+        self.stdout.write(f"--replace removes {count} {self.noun}(s) the file does not hold:")
+        for line in plan.removed[:SHOWN]:
+            self.stdout.write(f"  - {line}")
+        if count > SHOWN:
+            self.stdout.write(f"  … and {count - SHOWN} more (--dry-run lists them all)")
+        self.stdout.write(f"Import ({plan.summary})? Type 'yes' to continue: ", ending="")
+        self.stdout.flush()
+        if stdin.readline().strip().lower() != "yes":
+            raise CommandError("Not confirmed; nothing imported.")
