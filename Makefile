@@ -9,7 +9,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/serviceorchestration
 TEST_CELERY_BROKER_URL ?= redis://127.0.0.1:6379/0
 TEST_MQTT_BROKER_URL ?= mqtt://127.0.0.1:1883
 
-.PHONY: run test worker worker-main worker-http beat mqtt-api install clean bench
+.PHONY: run test worker worker-main worker-http beat mqtt-api install clean bench screenshots
 
 $(VENV)/.installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -76,3 +76,16 @@ bench: $(VENV)/.installed
 	$(PY) bench/pull_http.py --sqlite
 	$(PY) bench/pull_http.py --scale-check
 	$(PY) bench/push_fanout.py
+
+# The admin screenshots of docs/admin.md, taken from the real admin with headless Chromium
+# (apt-get install chromium chromium-driver) over a throw-away database; Selenium lives in a
+# virtualenv of its own, so neither the service nor `make test` needs a browser.
+SCREENSHOTS_VENV := var/screenshots-venv
+
+$(SCREENSHOTS_VENV)/.installed: docs/screenshots/requirements.txt
+	test -x $(SCREENSHOTS_VENV)/bin/python || $(PYTHON) -m venv $(SCREENSHOTS_VENV)
+	$(SCREENSHOTS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r docs/screenshots/requirements.txt
+	touch $@
+
+screenshots: $(VENV)/.installed $(SCREENSHOTS_VENV)/.installed
+	$(SCREENSHOTS_VENV)/bin/python docs/screenshots/take.py --python $(PY)

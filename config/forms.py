@@ -1,11 +1,13 @@
-"""Form fields for the admin, the one input path that does not go through the JSON parser:
-its JSON text areas get the same check as request bodies (config.input_safety), so that
-`{"a": "\\u0000"}` is a form error instead of a database error (500)."""
+"""Form fields and widgets for the admin, the one input path that does not go through the JSON
+parser: its JSON text areas get the same check as request bodies (config.input_safety), so
+that `{"a": "\\u0000"}` is a form error instead of a database error (500)."""
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
 from django.forms.fields import InvalidJSONInput
+from django.utils.html import format_html, format_html_join
 
 from config.input_safety import json_problem
 
@@ -25,3 +27,19 @@ class CheckedJSONField(forms.JSONField):
         if not isinstance(bound, InvalidJSONInput) and json_problem(bound) is not None:
             return InvalidJSONInput(data)
         return bound
+
+
+class DatalistInput(forms.TextInput):
+    """A text box offering suggestions from an HTML `<datalist>`: the browser filters them as
+    one types, no JavaScript is needed, and any other value can still be typed."""
+
+    def __init__(self, suggestions: Callable[[], Iterable[str]], attrs: dict | None = None):
+        super().__init__(attrs)
+        self.suggestions = suggestions  # called at each rendering
+
+    def render(self, name, value, attrs=None, renderer=None):
+        list_id = f"{(attrs or {}).get('id') or name}_suggestions"
+        html = super().render(name, value, {**(attrs or {}), "list": list_id}, renderer)
+        options = format_html_join("", '<option value="{}"></option>',
+                                   ((option,) for option in self.suggestions()))
+        return html + format_html('<datalist id="{}">{}</datalist>', list_id, options)

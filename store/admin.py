@@ -1,18 +1,24 @@
+from functools import partial
+
 from django import forms
-from django.contrib import admin
-from django.db.models import F, QuerySet
+from django.contrib import admin, messages
+from django.db.models import Exists, F, OuterRef, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.html import format_html
 
+from config.admin_display import short_time, truncated
 from config.conventions import names
 from config.conventions.instance_ids import build_instance_id
 from config.conventions.versions import normalize_version, validate_version
 from config.exceptions import InvalidParameter
-from config.forms import CheckedJSONField
+from config.forms import CheckedJSONField, DatalistInput
 from store.admin_filters import NameInputFilter
+from store.admin_import import InstanceImportExport, RuleImportExport
 from store.changes import change_record
 from store.interfaces import InterfaceDraft, interface_validate, metadata_validate
-from store.models import Rule, ServiceInstance, ServiceInterface
+from store.models import MAX_PRIORITY, Rule, ServiceInstance, ServiceInterface
+from store.selectors.instances import instance_id_is_known, instance_id_suggestions
 from store.services.instances import instance_delete_many, instance_remove_expired
 from store.services.rules import (
     RuleDraft,
@@ -34,13 +40,42 @@ class ServiceDefinitionFilter(NameInputFilter):
     normalize = staticmethod(names.normalize_service_definition)
 
 
+# The picker offers this many instance ids (the page stays light); any id can be typed.
+INSTANCE_SUGGESTIONS = 1000
+NOT_IN_CATALOG = ("Not in the service instance catalog: the rule is kept, and pull uses it "
+                  "once the instance is registered.")
+
+
 class RuleAdminForm(forms.ModelForm):
-    """The API's validation: names normalized and checked, priority positive, no second rule
-    with the same consumer, service definition and priority."""
+    """The API's validation and its messages: names normalized and checked, priority
+    positive, no second rule with the same consumer, service definition and priority."""
+
+    # Checked here with the API's words, so the database constraint's name never shows.
+    priority = forms.IntegerField(
+        min_value=1, max_value=MAX_PRIORITY,
+        widget=forms.NumberInput(attrs={"class": "vIntegerField"}),
+        error_messages={"required": "Priority is missing",
+                        "min_value": "Priority should be positive",
+                        "max_value": f"Priority should not be greater than {MAX_PRIORITY}",
+                        "invalid": "Priority must be a positive whole number"},
+        help_text="1 is tried first. Each rule of a consumer for one service definition has "
+                  "its own priority.")
 
     class Meta:
         model = Rule
         fields = ["consumer", "service_instance_id", "priority"]
+        help_texts = {
+            "consumer": "The consuming system's name, e.g. TemperatureConsumer; normalized "
+                        "as in the API (temperature-consumer becomes TemperatureConsumer).",
+            "service_instance_id": "The provider's service instance as "
+                                   "Provider|serviceDefinition|version, e.g. "
+                                   "TemperatureProvider|temperatureInfo|1.0.0. Pick one of "
+                                   "the catalog's (type to filter) or type one that is "
+                                   "registered later.",
+        }
+        widgets = {"service_instance_id": DatalistInput(
+            partial(instance_id_suggestions, limit=INSTANCE_SUGGESTIONS),
+            attrs={"class": "vTextField", "autocomplete": "off"})}
 
     def clean(self) -> dict:
         data = super().clean()
@@ -65,19 +100,57 @@ class RuleAdminForm(forms.ModelForm):
         return data
 
 
+class InCatalogFilter(admin.SimpleListFilter):
+    title, parameter_name = "instance in the catalog", "in_catalog"
+
+    def lookups(self, request, model_admin):
+        return (("yes", "Yes"), ("no", "No"))
+
+    def queryset(self, request, queryset: QuerySet) -> QuerySet:
+        if self.value() not in ("yes", "no"):
+            return queryset
+        return queryset.filter(in_catalog=self.value() == "yes")
+
+
 @admin.register(Rule)
-class RuleAdmin(admin.ModelAdmin):
-    """Writes go through the rule services, like the API's."""
+class RuleAdmin(RuleImportExport, admin.ModelAdmin):
+    """Writes go through the rule services, like the API's. Four columns so that the list
+    fits 1400 px; the service definition is the middle of the instance id."""
 
     form = RuleAdminForm
-    list_display = ("consumer", "service_definition", "service_instance_id", "priority",
-                    "updated_by", "updated_at")
+    list_display = ("consumer_short", "instance", "priority", "updated")
     list_editable = ("priority",)
-    list_filter = (ConsumerFilter, ServiceDefinitionFilter)
+    list_filter = (ConsumerFilter, ServiceDefinitionFilter, InCatalogFilter)
     search_fields = ("consumer", "service_definition", "service_instance_id")
-    ordering = ("consumer", "service_definition", "priority")
+    # A consumer's rules in the order pull tries them (the consumer, priority index).
+    ordering = ("consumer", "priority", "service_definition")
     show_full_result_count = False
     list_per_page = 100
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Rule]:
+        known = ServiceInstance.objects.filter(
+            service_instance_id=OuterRef("service_instance_id"))
+        return super().get_queryset(request).annotate(in_catalog=Exists(known))
+
+    @admin.display(description="consumer", ordering="consumer")
+    def consumer_short(self, rule: Rule) -> str:
+        return truncated(rule.consumer, 22)
+
+    @admin.display(description="service instance id", ordering="service_instance_id")
+    def instance(self, rule: Rule) -> str:
+        shown = truncated(rule.service_instance_id, 42)
+        if rule.in_catalog:
+            return shown
+        return format_html('{} <strong style="color: var(--error-fg)" title="{}">⚠&nbsp;unknown'
+                           '</strong>', shown, NOT_IN_CATALOG)
+
+    @admin.display(description="updated", ordering="updated_at")
+    def updated(self, rule: Rule) -> str:
+        return short_time(rule.updated_at, "%Y-%m-%d")
+
+    @admin.display(description="in the catalog")
+    def catalog(self, rule: Rule) -> str:
+        return "Yes" if rule.in_catalog else format_html("<strong>⚠ {}</strong>", NOT_IN_CATALOG)
 
     def get_changelist_form(self, request: HttpRequest, **kwargs):
         # Django builds the list_editable form from a plain ModelForm: keep our validation.
@@ -87,7 +160,7 @@ class RuleAdmin(admin.ModelAdmin):
         audit = ("created_by", "created_at", "updated_by", "updated_at")
         if obj is None:
             return ()
-        return ("consumer", "service_definition", "service_instance_id", *audit)
+        return ("consumer", "service_definition", "service_instance_id", "catalog", *audit)
 
     def save_model(self, request: HttpRequest, obj: Rule, form: RuleAdminForm,
                    change: bool) -> None:
@@ -97,6 +170,9 @@ class RuleAdmin(admin.ModelAdmin):
                                            requester=requester)[0]
         else:
             saved = rules_store([form.cleaned_data["valid_rule"]], requester=requester)[0]
+            if not instance_id_is_known(saved.service_instance_id):
+                self.message_user(request, f"{saved.service_instance_id}: {NOT_IN_CATALOG}",
+                                  messages.WARNING)
         obj.__dict__.update({f.attname: getattr(saved, f.attname) for f in Rule._meta.fields})
         obj._state.adding = False
 
@@ -124,6 +200,17 @@ class ServiceInstanceAdminForm(forms.ModelForm):
         model = ServiceInstance
         fields = ["provider", "service_definition", "version", "expires_at", "metadata"]
         field_classes = {"metadata": CheckedJSONField}
+        help_texts = {
+            "provider": "The providing system's name, e.g. TemperatureProvider (normalized as "
+                        "in the API).",
+            "service_definition": "e.g. temperatureInfo (normalized as in the API: "
+                                  "temperature-info becomes temperatureInfo).",
+            "version": "major.minor.patch; 1 and 1.0 become 1.0.0.",
+            "expires_at": "Empty: never expires. Expired instances are not offered by pull "
+                          "and are removed periodically.",
+            "metadata": 'A JSON object, e.g. {"unit": "celsius", "allowExclusivity": 120} '
+                        "(no . in keys; allowExclusivity: seconds a consumer may reserve it).",
+        }
 
     def clean(self) -> dict:
         data = super().clean()
@@ -154,6 +241,18 @@ class ServiceInterfaceInlineForm(forms.ModelForm):
         model = ServiceInterface
         fields = ["template_name", "protocol", "policy", "properties"]
         field_classes = {"properties": CheckedJSONField}
+        help_texts = {
+            "template_name": "generic_http, generic_https, generic_mqtt or generic_mqtts "
+                             "(their properties are checked), or any other template name.",
+            "protocol": "Empty for the generic templates (http, https, tcp, ssl are implied); "
+                        "needed for others.",
+            "policy": "How consumers authenticate to the provider; a token policy makes pull "
+                      "issue tokens.",
+            "properties": 'generic_http(s): {"accessAddresses": ["10.0.0.5"], "accessPort": '
+                          '8080, "basePath": "/temperature", "operations": {"query": {"path": '
+                          '"/query", "method": "GET"}}}; generic_mqtt(s): accessAddresses, '
+                          "accessPort, baseTopic, operations (a list).",
+        }
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -190,7 +289,7 @@ class ServiceInterfaceInline(admin.StackedInline):
 
 
 @admin.register(ServiceInstance)
-class ServiceInstanceAdmin(admin.ModelAdmin):
+class ServiceInstanceAdmin(InstanceImportExport, admin.ModelAdmin):
     form = ServiceInstanceAdminForm
     inlines = [ServiceInterfaceInline]
     list_display = ("service_instance_id", "provider", "service_definition", "version",

@@ -66,9 +66,7 @@ class RuleAdminTests:
         ({"consumer": "C", "service_instance_id": "P||1.0.0", "priority": 1},
          "The specified service instance identifier does not match the naming convention: "
          "P||1.0.0"),
-        ({"consumer": "C", "service_instance_id": "P|svc|1.0.0", "priority": 0},
-         "Priority should be positive"),
-    ])
+    ])  # a bad priority is the priority field's error (test_rule_admin_forms.py)
     def test_it_refuses_what_the_api_refuses(self, admin_client, rules, form, message):
         response = admin_client.post(ADD, form)
         assert response.status_code == 200
