@@ -1,6 +1,5 @@
 """The in-process stand-in for Celery beat (no broker: `make run`)."""
 import threading
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -52,10 +51,7 @@ class InProcessSchedulerTests:
         wait_for(lambda: len(probe_runs) >= 3, what="three scheduled runs")
         stop_in_process_scheduler()
         assert scheduler.stop_event.is_set() and not thread.is_alive()
-        assert set(probe_runs) == {"fast"}
-        runs = len(probe_runs)
-        time.sleep(0.3)
-        assert len(probe_runs) == runs
+        assert set(probe_runs) == {"fast"}  # runs happen in that thread, now ended: no more
 
     def test_it_keeps_running_when_a_task_fails(self, eager):
         eager.CELERY_BEAT_SCHEDULE = {

@@ -12,8 +12,14 @@ class LogEntryAdminTests:
         make_entry(message="newer", minutes=1)
         page = admin_client.get(ADMIN)
         assert page.status_code == 200
+        newer = page.context["cl"].result_list[0]
         assert [entry.message for entry in page.context["cl"].result_list] == ["newer", "older"]
         assert admin_client.get(f"{ADMIN}add/").status_code == 403
+        change = f"{ADMIN}{newer.pk}/change/"
+        assert not admin_client.get(change).context["adminform"].form.fields
+        assert admin_client.post(change, {"message": "edited"}).status_code == 403
+        newer.refresh_from_db()
+        assert newer.message == "newer"
 
     def test_it_filters_by_severity_and_searches_logger_and_message(self, admin_client):
         make_entry("notifications.services", "ERROR", message="delivery failed")

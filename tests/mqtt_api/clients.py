@@ -7,6 +7,7 @@ import queue
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -70,14 +71,16 @@ class Caller:
         self.client = Client(callback_api_version=CallbackAPIVersion.VERSION2,
                              client_id=f"caller-{uuid.uuid4().hex[:8]}")
         self.client.on_message = lambda c, u, m: self.answers.put(json.loads(m.payload))
+        subscribed = threading.Event()
+        self.client.on_subscribe = lambda *_: subscribed.set()
         if certificate is not None:
             self.client.tls_set(ca_certs=str(certificate.parent / "ca.pem"),
                                 certfile=f"{certificate}.pem", keyfile=f"{certificate}.key",
                                 cert_reqs=ssl.CERT_REQUIRED)
         self.client.connect("127.0.0.1", port)
         self.client.loop_start()
-        self.client.subscribe(self.reply_topic, qos=1)[1]
-        time.sleep(0.2)  # SUBACK
+        self.client.subscribe(self.reply_topic, qos=1)
+        assert subscribed.wait(timeout=10), "the broker never acknowledged the subscription"
 
     def send(self, operation: str, payload=None, *, system: str = "Car1", raw: bytes = None,
              **template) -> None:

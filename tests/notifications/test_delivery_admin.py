@@ -24,6 +24,12 @@ class DeliveryAdminTests:
         found = admin_client.get(URL, {"q": str(failed.subscription_id)[:13]})
         assert list(found.context["cl"].result_list) == [failed]
         assert admin_client.get(f"{URL}add/").status_code == 403
+        change = f"{URL}{failed.pk}/change/"
+        assert not admin_client.get(change).context["adminform"].form.fields
+        stored = list(NotificationDelivery.objects.values())
+        assert admin_client.post(change, {"status": "PENDING", "last_error": ""}
+                                 ).status_code == 403
+        assert list(NotificationDelivery.objects.values()) == stored
 
     def test_it_shows_the_consumer_and_where_it_goes(self, admin_client):
         mqtt = make_delivery("MQTT", {"topic": "plant/consumer-a"}, receiver="ConsumerA")

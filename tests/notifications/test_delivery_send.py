@@ -7,6 +7,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from notifications import services
 from notifications.models import NotificationDelivery
 from notifications.services import delivery_send, retry_delay_seconds
 from tests.endpoints import BODY, free_port, make_delivery
@@ -111,15 +112,29 @@ class DeliverySendClaimTests:
     def test_it_returns_quietly_for_a_missing_delivery(self, delivery_id):
         assert delivery_send(delivery_id) == "MISSING"
 
-    def test_it_does_not_retry_when_a_newer_notification_exists(self, http_sink):
+    def test_it_does_not_retry_when_a_newer_notification_exists(self, http_sink, monkeypatch):
+        # The newer notification arrives while the older one is being sent (so the check
+        # before sending lets the older one through); the send then fails transiently (a real
+        # 503), and retrying would deliver the outdated result last.
         http_sink.status = 503
         older = make_delivery("HTTP", http_sink.properties())
-        make_delivery("HTTP", http_sink.properties(), subscription_id=older.subscription_id,
-                      created_at=older.created_at + timedelta(milliseconds=1),
-                      status=Status.SENDING)
+        send, newer = services.transports.send, []
+
+        def newer_arrives_while_sending(*args):
+            newer.append(make_delivery("HTTP", http_sink.properties(),
+                                       subscription_id=older.subscription_id,
+                                       created_at=older.created_at + timedelta(seconds=1)))
+            send(*args)
+
+        monkeypatch.setattr(services.transports, "send", newer_arrives_while_sending)
         assert delivery_send(older.id) == Status.CANCELLED
+        assert len(http_sink.requests) == 1  # it was sent: the transient failure is real
         older.refresh_from_db()
-        assert older.last_error.startswith("Superseded by a newer notification")
+        assert (older.status, older.attempts) == (Status.CANCELLED, 1)
+        assert older.last_error.startswith("Superseded by a newer notification (")
+        assert "503" in older.last_error
+        newer[0].refresh_from_db()
+        assert (newer[0].status, newer[0].attempts) == (Status.PENDING, 0)
 
 
 @pytest.mark.django_db(transaction=True)

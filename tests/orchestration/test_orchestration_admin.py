@@ -17,11 +17,24 @@ class OrchestrationAdminTests:
                                      interfaces=[http_interface(policy="TIME_LIMITED_TOKEN_AUTH")]))
         make_rules(("CarConsumer1", "P|svc|1.0.0", 1))
         assert pull(api, {"exclusivityDuration": 30}).status_code == 200
+        # Read-only, but deletable (docs/admin.md): no add, no edit, delete the only action.
         for model in ("orchestrationjob", "orchestrationlock", "authorizationtoken"):
-            page = admin_client.get(f"/admin/orchestration/{model}/")
+            base = f"/admin/orchestration/{model}/"
+            page = admin_client.get(base)
             assert page.status_code == 200
-            assert len(page.context["cl"].result_list) == 1, model
-            assert admin_client.get(f"/admin/orchestration/{model}/add/").status_code == 403
+            [row] = page.context["cl"].result_list
+            assert set(page.context["cl"].model_admin.get_actions(page.wsgi_request)) == {
+                "delete_selected"}, model
+            assert admin_client.get(f"{base}add/").status_code == 403
+            stored = list(type(row).objects.values())
+            change = f"{base}{row.pk}/change/"
+            view = admin_client.get(change)
+            assert view.status_code == 200 and not view.context["adminform"].form.fields, model
+            assert b'name="_save"' not in view.content, model
+            assert admin_client.post(change, {"status": "ERROR", "message": "edited",
+                                              "owner": "Edited", "usage_left": 99}
+                                     ).status_code == 403, model
+            assert list(type(row).objects.values()) == stored, model
         token_page = admin_client.get(f"/admin/orchestration/authorizationtoken/"
                                       f"{page.context['cl'].result_list[0].pk}/change/")
         assert b"token_hash" not in token_page.content

@@ -122,8 +122,9 @@ class RegistrationTests:
         assert "Revoked 6 services" in log_path.read_text()
 
     def test_it_makes_no_call_without_a_service_registry(self, registry, log_path):
+        # stop() returns once the server has served, shut down and exited: start-up's
+        # registration step and exit's revocation step have both run.
         with gunicorn_process({"SERVICE_REGISTRY_URL": None}, log_path) as (process, port):
-            time.sleep(1)
             stop(process, port)
         assert registry.calls == []
         assert "ServiceRegistry" not in log_path.read_text()

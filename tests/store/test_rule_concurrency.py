@@ -1,8 +1,10 @@
-"""Concurrent writers against the real PostgreSQL: the unique constraint decides races and
-the loser gets the same 400 as if it had come second."""
+"""Concurrent writers against the real PostgreSQL: the rule set locks make them wait for each
+other (the unique constraint is only the net), and the loser gets the same 400 as if it had
+come second. Threads are ordered by barriers, events and waits for a database lock, never by
+sleeping."""
+import itertools
 import logging
 import threading
-import time
 
 import pytest
 from django.db import connection, transaction
@@ -14,7 +16,7 @@ from config.exceptions import InvalidParameter
 from store.models import Rule
 from store.services.rules import ValidRule, rules_store
 from tests.helpers import SYSOP
-from tests.store.concurrency import meet_before, run_in_two_threads
+from tests.store.concurrency import lock_waiters, meet_before, run_in_two_threads, wait_until
 from tests.store.helpers import CREATE, MODIFY, entry, make_rules
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -41,6 +43,14 @@ def run_concurrently(*calls):
     for thread in threads:
         thread.join(timeout=30)
     return results
+
+
+def serially(priorities: dict, bodies) -> dict:
+    """The priorities after applying `bodies` one after the other."""
+    result = dict(priorities)
+    for body in bodies:
+        result.update(body)
+    return result
 
 
 def create_call(instance_id: str):
@@ -89,8 +99,10 @@ class RuleConcurrencyTests:
 
         loser_thread = threading.Thread(target=loser)
         loser_thread.start()
-        time.sleep(0.5)  # let the loser reach the insert and wait on the winner's row lock
-        release.set()
+        try:  # the loser has passed the duplicate check and waits on the winner's index entry
+            assert wait_until(lock_waiters), "the loser never waited for the winner's insert"
+        finally:
+            release.set()
         thread.join(timeout=30)
         loser_thread.join(timeout=30)
         assert result[0].status_code == 400, result[0].content
@@ -104,13 +116,23 @@ class RuleConcurrencyTests:
         def modify(body):
             return lambda: APIClient().put(MODIFY, body, format="json", **SYSOP)
 
-        responses = run_concurrently(modify({str(r1.id): 2, str(r2.id): 1}),
-                                     modify({str(r2.id): 3, str(r3.id): 2}),
-                                     modify({str(r1.id): 3, str(r3.id): 1}))
-        assert all(r.status_code in (200, 400) for r in responses), [r.content for r in responses]
-        assert any(r.status_code == 200 for r in responses)
-        final = sorted(Rule.objects.values_list("priority", flat=True))
-        assert final == [1, 2, 3]
+        bodies = [{r1.id: 2, r2.id: 1}, {r2.id: 3, r3.id: 2}, {r1.id: 3, r3.id: 1}]
+        responses = run_concurrently(*(modify({str(k): v for k, v in body.items()})
+                                       for body in bodies))
+        # The rule set lock serializes them: a refusal is the validation's answer for the
+        # state the earlier ones left (not the unique index's "created concurrently"), and the
+        # table is what applying the accepted ones one after the other gives.
+        for response in responses:
+            assert response.status_code in (200, 400), response.content
+            if response.status_code == 400:
+                assert response.json()["errorMessage"].startswith(
+                    "Conflicting rules, the combination of the following fields should be "
+                    "unique: C, service definition: svc, priority: "), response.content
+        accepted = [body for body, r in zip(bodies, responses) if r.status_code == 200]
+        assert accepted
+        final = dict(Rule.objects.values_list("id", "priority"))
+        assert final in [serially({r1.id: 1, r2.id: 2, r3.id: 3}, order)
+                         for order in itertools.permutations(accepted)], final
 
     def test_it_does_not_lose_a_remove_that_waits_for_a_priority_change(self):
         """modify-priorities updates rules in place: a remove waiting on the same rule deletes
@@ -144,8 +166,10 @@ class RuleConcurrencyTests:
         assert changed.wait(timeout=30)
         remover = threading.Thread(target=remove)
         remover.start()
-        time.sleep(0.5)  # the remove now waits for the modifier's row lock
-        release.set()
+        try:  # the remove waits for the modifier's row lock
+            assert wait_until(lock_waiters), "the remove never waited for the modifier"
+        finally:
+            release.set()
         modifier.join(timeout=30)
         remover.join(timeout=30)
         assert result[0].status_code == 200

@@ -1,12 +1,11 @@
 """Push notifications end to end: the API, a real Celery worker over the real Redis, the real
 Mosquitto broker and a local HTTP endpoint (SPEC §5, "Push notifications")."""
 import json
-import queue
-import time
 
 import pytest
 
 from notifications.models import NotificationDelivery
+from store.models import CatalogChange
 from subscriptions.models import Subscription
 from tests.endpoints import HttpSink, free_port, wait_for
 from tests.helpers import SYSOP
@@ -18,7 +17,13 @@ from tests.store.helpers import (
     http_interface,
     instance_body,
 )
-from tests.subscriptions.helpers import mqtt_notify, subscribe, subscription_body
+from tests.subscriptions.helpers import (
+    mqtt_notify,
+    push_element,
+    push_subscribe,
+    subscribe,
+    subscription_body,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -36,6 +41,15 @@ def results_of(message) -> list[str]:
     body = json.loads(message.payload)
     assert (body["receiver"], body["sender"]) == (CONSUMER, "SimpleStoreServiceOrchestration")
     return [r["serviceInstanceId"] for r in body["payload"]["results"]]
+
+
+def changes_evaluated() -> bool:
+    """The worker has processed the committed changes: their rows are consumed (the same
+    transaction flags the subscriptions they concern) and no subscription is flagged any more
+    (an evaluation clears the flag in the transaction that writes a push's notification).
+    Checked in this order, so a flag set after the first look cannot be missed."""
+    return (not CatalogChange.objects.exists()
+            and not Subscription.objects.filter(needs_evaluation=True).exists())
 
 
 @pytest.fixture
@@ -70,11 +84,8 @@ class PushWithWorkerTests:
     def test_it_does_not_push_when_the_result_did_not_change(self, api, mqtt_subscription):
         create_rule(api, B, 1, consumer="SomeoneElse")
         create_rule(api, "X|pressureInfo|1.0.0", 1)  # another service of the same consumer
-        time.sleep(3)  # give the worker time to evaluate (and, wrongly, to push)
-        with pytest.raises(queue.Empty):
-            mqtt_subscription.get(timeout=0.5)
-        assert NotificationDelivery.objects.count() == 1
-        assert not Subscription.objects.get().needs_evaluation
+        wait_for(changes_evaluated, what="the worker to evaluate the changes")
+        assert NotificationDelivery.objects.count() == 1  # a push writes one; none was sent
 
     def test_it_delivers_over_http_with_the_configured_method(self, api, celery_worker,
                                                               http_sink):
@@ -107,12 +118,17 @@ class PushWithWorkerTests:
         finally:
             sink.close()
 
-    def test_it_never_notifies_an_expired_subscription(self, api, mqtt_subscription):
+    def test_it_never_notifies_an_expired_subscription(self, api, mqtt_subscription, http_sink):
+        expired = Subscription.objects.get()
         Subscription.objects.update(expires_at="2000-01-01T00:00:00Z")
+        # A live subscription for the same consumer, flagged by the same change: once it is
+        # notified, the change has been evaluated (an expired one stays flagged, unnotified).
+        notify = {"protocol": "HTTP", "properties": http_sink.properties()}
+        assert push_subscribe(api, push_element(notifyInterface=notify)).status_code == 201
         create_rule(api, B, 2)
-        time.sleep(3)
-        with pytest.raises(queue.Empty):
-            mqtt_subscription.get(timeout=0.5)
+        wait_for(lambda: http_sink.requests, what="the live subscription's notification")
+        assert [r["serviceInstanceId"] for r in http_sink.requests[0].json()["results"]] == [A, B]
+        assert NotificationDelivery.objects.filter(subscription_id=expired.id).count() == 1
 
     def test_it_keeps_the_id_when_a_subscription_is_overwritten(self, api, mqtt_subscription):
         first = Subscription.objects.get().id
