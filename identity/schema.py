@@ -9,6 +9,9 @@ class ArrowheadAuthenticationScheme(OpenApiAuthenticationExtension):
         return {
             "type": "http",
             "scheme": "bearer",
-            "description": "`SYSTEM//<SystemName>` under the declared policy, "
-            "`IDENTITY-TOKEN//<token>` under the token policy.",
+            "description": "`SYSTEM//<SystemName>` under the declared policy; "
+            "`IDENTITY-TOKEN//<token>` under the token policy (a token this service issued) "
+            "and the outsourced policy (verified by the Authentication system). Under the "
+            "certificate policy the TLS client certificate identifies the system and this "
+            "header is not read.",
         }

@@ -5,6 +5,7 @@ from django.http import HttpRequest
 from config.admin_display import short_time, truncated
 from config.conventions import names
 from orchestration.models import AuthorizationToken, OrchestrationJob, OrchestrationLock
+from orchestration.reservations import locks_delete
 from store.admin_filters import NameInputFilter
 
 
@@ -82,10 +83,18 @@ class OrchestrationJobAdmin(ReadOnlyAdmin):
 
 @admin.register(OrchestrationLock)
 class OrchestrationLockAdmin(ReadOnlyAdmin):
-    """Deleting a lock ends the reservation at once."""
+    """Deleting a lock ends the reservation at once, through `locks_delete` so that
+    subscriptions whose result may change are evaluated again."""
 
     list_display = ("service_instance_id", "owner", "expires_at", "created_at")
     search_fields = ("service_instance_id", "owner")
+
+    def delete_model(self, request: HttpRequest, obj: OrchestrationLock) -> None:
+        locks_delete(OrchestrationLock.objects.filter(pk=obj.pk))
+
+    def delete_queryset(self, request: HttpRequest,
+                        queryset: QuerySet[OrchestrationLock]) -> None:
+        locks_delete(queryset)
 
 
 @admin.register(AuthorizationToken)

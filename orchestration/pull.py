@@ -1,11 +1,14 @@
 """Pull (SPEC §5): the consumer's rules, filtered and enriched with the catalog, ordered,
 reserved, with tokens; recorded as an orchestration job.
 
-Steps, in order: candidates from rules (1); catalog join: expired instances dropped, unknown
-ones kept with what their id tells, the Java warnings naming what was not evaluated (2);
-versions, alive time, metadata (3); interfaces (4); reservations of others (7, part);
-blacklisted providers (BLACKLIST_FILTER; before anything is reserved or issued for them);
-preferred providers (5); QoS (6); exclusivity and matchmaking (7, 8); tokens (9); flags (10).
+Steps in the order the code runs them (numbers are SPEC §5's): warnings for the flags that
+are not supported, translation and intercloud (10, part); then for each of the consumer's
+rules (1): dropped if another consumer reserved the instance (7, part), versions (3), catalog
+join: unknown instances kept with what their id tells, expired ones dropped (2), alive time
+and metadata (3), interfaces (4); blacklisted providers (BLACKLIST_FILTER; before anything
+is reserved or issued for them); preferred providers (5); QoS (6); exclusivity and
+matchmaking (7, 8); tokens (9); last, the Java warnings naming the conditions not evaluated
+for unknown instances (2) and the ignored flags (10).
 """
 import datetime as dt
 import logging
@@ -68,7 +71,9 @@ class Candidate:
 
 
 @dataclass
-class _Run:
+class _OrchestrationRun:
+    """One orchestration for one consumer: its inputs and the warnings collected so far."""
+
     consumer: str
     request: OrchestrationRequest
     now: dt.datetime
@@ -100,7 +105,7 @@ def qos_max_latency(request: OrchestrationRequest) -> int | None:
     return int(text)
 
 
-def _pull_data(run: _Run) -> tuple[list[PullRule], dict[str, CatalogInstance],
+def _pull_data(run: _OrchestrationRun) -> tuple[list[PullRule], dict[str, CatalogInstance],
                                    dict[str, Reservation]]:
     """The consumer's rules, their instances and the live reservations of those: from the
     process's snapshot, or from the database inside a transaction (subscription previews)
@@ -118,7 +123,7 @@ def _pull_data(run: _Run) -> tuple[list[PullRule], dict[str, CatalogInstance],
             snapshot.active_locks(ids, now=run.now))
 
 
-def _candidates(run: _Run) -> list[Candidate]:
+def _candidates(run: _OrchestrationRun) -> list[Candidate]:
     """Steps 1–4 and the reservations of other consumers."""
     rules, catalog, locks = _pull_data(run)
     candidates = []
@@ -135,7 +140,7 @@ def _candidates(run: _Run) -> list[Candidate]:
     return candidates
 
 
-def _qualifies(candidate: Candidate, run: _Run) -> bool:
+def _qualifies(candidate: Candidate, run: _OrchestrationRun) -> bool:
     requirement, instance = run.request.requirement, candidate.instance
     if requirement.versions and candidate.version not in requirement.versions:
         return False
@@ -175,7 +180,7 @@ def _java_warning(key: str, names) -> str:
     return f"{key}: [{', '.join(names)}]"
 
 
-def _java_warnings(candidates: list[Candidate], run: _Run, qos: bool) -> list[str]:
+def _java_warnings(candidates: list[Candidate], run: _OrchestrationRun, qos: bool) -> list[str]:
     """The Java simple store's warnings: `ignoredFields` names the conditions that could not
     be evaluated for the unknown instances among the results (none: no warning), and
     `ignoredFlags` the flags that were ignored (SPEC §5 steps 2 and 10)."""
@@ -188,7 +193,7 @@ def _java_warnings(candidates: list[Candidate], run: _Run, qos: bool) -> list[st
     return warnings
 
 
-def _reserve(candidate: Candidate, run: _Run) -> bool:
+def _reserve(candidate: Candidate, run: _OrchestrationRun) -> bool:
     """Reserve for the consumer (or find its own live reservation). False when another
     consumer won the instance in the meantime."""
     if candidate.held_by_consumer:
@@ -204,7 +209,7 @@ def _reserve(candidate: Candidate, run: _Run) -> bool:
     return until is not None
 
 
-def _choose(group: list[Candidate], run: _Run) -> Candidate | None:
+def _choose(group: list[Candidate], run: _OrchestrationRun) -> Candidate | None:
     """Matchmaking for one service definition: the first candidate; with exclusivity, the
     first one that could be reserved. An instance another consumer reserved in the meantime
     is not offered at all."""
@@ -226,7 +231,8 @@ def _choose(group: list[Candidate], run: _Run) -> Candidate | None:
     return next((c for c in group if id(c) not in lost), None)
 
 
-def _exclusivity_and_matchmaking(candidates: list[Candidate], run: _Run) -> list[Candidate]:
+def _exclusivity_and_matchmaking(candidates: list[Candidate],
+                                 run: _OrchestrationRun) -> list[Candidate]:
     request = run.request
     if request.has("ONLY_EXCLUSIVE"):
         candidates = [c for c in candidates if c.held_by_consumer or c.reservable_seconds]
@@ -243,7 +249,7 @@ def _exclusivity_and_matchmaking(candidates: list[Candidate], run: _Run) -> list
     return [candidate for candidate in chosen if candidate is not None]
 
 
-def _grants(candidates: list[Candidate], run: _Run, issuable: Callable[[str], bool],
+def _grants(candidates: list[Candidate], run: _OrchestrationRun, issuable: Callable[[str], bool],
             whole_service: Callable[[Candidate], str]) -> list[tuple[Candidate, TokenGrant]]:
     """One grant per candidate, token variant among its interfaces' policies and scope (each
     requested operation, else `whole_service`)."""
@@ -259,7 +265,7 @@ def _grants(candidates: list[Candidate], run: _Run, issuable: Callable[[str], bo
     return grants
 
 
-def _tokens(candidates: list[Candidate], run: _Run) -> dict[int, dict]:
+def _tokens(candidates: list[Candidate], run: _OrchestrationRun) -> dict[int, dict]:
     """Authorization tokens by candidate (id()), `{policy: {operation: token}}`, from the
     issuer AUTHORIZATION_TOKENS names."""
     if not run.commit:
@@ -269,7 +275,7 @@ def _tokens(candidates: list[Candidate], run: _Run) -> dict[int, dict]:
     return _own_tokens(candidates, run)
 
 
-def _own_tokens(candidates: list[Candidate], run: _Run) -> dict[int, dict]:
+def _own_tokens(candidates: list[Candidate], run: _OrchestrationRun) -> dict[int, dict]:
     grants = _grants(candidates, run, is_issuable, lambda c: c.service_definition)
     issued = tokens_issue([grant for _, grant in grants], now=run.now)
     tokens: dict[int, dict] = {}
@@ -283,7 +289,7 @@ def _own_tokens(candidates: list[Candidate], run: _Run) -> dict[int, dict]:
     return tokens
 
 
-def _generated_tokens(candidates: list[Candidate], run: _Run) -> dict[int, dict]:
+def _generated_tokens(candidates: list[Candidate], run: _OrchestrationRun) -> dict[int, dict]:
     """ConsumerAuthorization's tokens, mapped back as DynamicServiceOrchestration does: each
     to the first candidate of its provider, under its variant and its scope (the service
     definition when the scope is empty)."""
@@ -316,12 +322,23 @@ def _entry(candidate: Candidate, tokens: dict | None) -> OrchestrationResultEntr
     )
 
 
-def orchestrate(*, consumer: str, request: OrchestrationRequest, now: dt.datetime,
-                commit: bool = True) -> OrchestrationResult:
-    """The orchestration itself, without bookkeeping; also run for subscriptions. With
-    `commit=False` it is a preview: what the result would be, without reserving instances
-    or issuing tokens (used to tell whether a subscription's result changed)."""
-    run = _Run(consumer, request, now, commit)
+def orchestrate_preview(*, consumer: str, request: OrchestrationRequest,
+                        now: dt.datetime) -> OrchestrationResult:
+    """What the orchestration would answer, writing nothing: no reservation, no token, no
+    job (subscriptions use it to tell whether a result changed; `commit_differs` says
+    whether the committed run could answer otherwise)."""
+    return _orchestrate(_OrchestrationRun(consumer, request, now, commit=False))
+
+
+def orchestrate_unrecorded(*, consumer: str, request: OrchestrationRequest,
+                           now: dt.datetime) -> OrchestrationResult:
+    """The orchestration for real (reserves instances, issues tokens) but without recording a
+    job: `orchestrate_recorded` and `orchestration_pull` add that."""
+    return _orchestrate(_OrchestrationRun(consumer, request, now))
+
+
+def _orchestrate(run: _OrchestrationRun) -> OrchestrationResult:
+    request, now, commit = run.request, run.now, run.commit
     max_latency = qos_max_latency(request)
     if request.has("ALLOW_TRANSLATION"):
         run.warn(WARN_NO_TRANSLATION)
@@ -343,7 +360,7 @@ def orchestrate(*, consumer: str, request: OrchestrationRequest, now: dt.datetim
                                commit_differs=not commit and _commit_differs(candidates, run))
 
 
-def _commit_differs(candidates: list[Candidate], run: _Run) -> bool:
+def _commit_differs(candidates: list[Candidate], run: _OrchestrationRun) -> bool:
     """Whether committing this preview would change it: a reservation or a token."""
     if run.request.exclusivity_duration is not None:
         return True
@@ -354,20 +371,22 @@ def _commit_differs(candidates: list[Candidate], run: _Run) -> bool:
 
 
 def orchestration_pull(*, requester: str, request: OrchestrationRequest) -> OrchestrationResult:
-    """Pull for the requester, recorded as one orchestration job (one write)."""
+    """Pull for the requester, for real, recorded as one PULL job (written behind the
+    answer)."""
     job = PullJob(requester, request.requirement.service_definition, timezone.now())
     return orchestrate_recorded(job, request)
 
 
 def orchestrate_recorded(job: OrchestrationJob | PullJob, request: OrchestrationRequest,
                          ) -> OrchestrationResult:
-    """Orchestrate for `job.target` and record the job once it has ended: DONE with the
+    """Orchestrate for `job.target` for real and record the job once it has ended: DONE with the
     result count, or ERROR for a failure of ours or of another system (the ServiceRegistry: 503;
     a refusal of the Blacklist, passed through); a refused request is not recorded.
     `job` is a pull's (written behind the answer), new (inserted) or a queued job's row,
     IN_PROGRESS since `job.started_at` (updated)."""
     try:
-        result = orchestrate(consumer=job.target, request=request, now=job.started_at)
+        result = orchestrate_unrecorded(consumer=job.target, request=request,
+                                        now=job.started_at)
     except (ExternalServerError, PeerRefused) as exc:
         _record(job, OrchestrationJob.Status.ERROR, 0, exc.message)
         raise

@@ -4,6 +4,7 @@ exactly one winner."""
 import datetime as dt
 
 from django.db import transaction
+from django.db.models import QuerySet
 
 from orchestration.models import OrchestrationLock
 from store.changes import change_record
@@ -24,10 +25,14 @@ def reserve(*, instance_id: str, owner: str, seconds: int, now: dt.datetime) -> 
 
 
 @transaction.atomic
-def locks_remove_expired(*, now: dt.datetime) -> int:
-    """End expired reservations: the instances may be offered to others again, so their
-    results may change (recorded as a catalog change)."""
-    expired = OrchestrationLock.objects.filter(expires_at__lte=now)
-    change_record(instance_ids=expired.values_list("service_instance_id", flat=True))
-    deleted, _ = expired.delete()
+def locks_delete(locks: QuerySet[OrchestrationLock]) -> int:
+    """End these reservations (expired ones, or an operator's choice in the admin): the
+    instances may be offered to others again, so their results may change (recorded as a
+    catalog change). Returns how many were deleted."""
+    change_record(instance_ids=locks.values_list("service_instance_id", flat=True))
+    deleted, _ = locks.delete()
     return deleted
+
+
+def locks_remove_expired(*, now: dt.datetime) -> int:
+    return locks_delete(OrchestrationLock.objects.filter(expires_at__lte=now))

@@ -80,6 +80,6 @@ class OrchestrationResultEntry:
 class OrchestrationResult:
     results: list[OrchestrationResultEntry]
     warnings: list[str]
-    # A preview (commit=False) that committing would change: it would reserve instances or
+    # A preview (`orchestrate_preview`) that committing would change: it would reserve instances or
     # issue tokens. Always False for a committed orchestration.
     commit_differs: bool = False

@@ -2,9 +2,8 @@ from functools import partial
 
 from django import forms
 from django.contrib import admin, messages
-from django.db.models import Exists, F, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.http import HttpRequest
-from django.utils import timezone
 from django.utils.html import format_html
 
 from config.admin_display import short_time, truncated
@@ -15,11 +14,17 @@ from config.exceptions import InvalidParameter
 from config.forms import CheckedJSONField, DatalistInput
 from store.admin_filters import NameInputFilter
 from store.admin_import import InstanceImportExport, RuleImportExport
-from store.changes import change_record
 from store.interfaces import InterfaceDraft, interface_validate, metadata_validate
 from store.models import MAX_PRIORITY, Rule, ServiceInstance, ServiceInterface
 from store.selectors.instances import instance_id_is_known, instance_id_suggestions
-from store.services.instances import instance_delete_many, instance_remove_expired
+from store.services.instances import (
+    ValidInstance,
+    ValidInstanceUpdate,
+    instance_delete_many,
+    instance_remove_expired,
+    instances_store,
+    instances_update,
+)
 from store.services.rules import (
     RuleDraft,
     rule_delete_many,
@@ -194,7 +199,8 @@ class InstanceServiceDefinitionFilter(NameInputFilter):
 
 
 class ServiceInstanceAdminForm(forms.ModelForm):
-    """The API's validation: names normalized and checked, metadata rules, unique id."""
+    """The API's validation: names normalized and checked, metadata rules, unique id. The
+    id (provider, service definition, version) is only set when adding, as in the API."""
 
     class Meta:
         model = ServiceInstance
@@ -216,23 +222,21 @@ class ServiceInstanceAdminForm(forms.ModelForm):
         data = super().clean()
         if self.errors:
             return data
+        adding = self.instance._state.adding
         try:
-            data["provider"] = names.system_name(data.get("provider"))
-            data["service_definition"] = names.service_definition(data.get("service_definition"))
-            data["version"] = validate_version(normalize_version(data.get("version")))
             data["metadata"] = metadata_validate(data.get("metadata"))
+            if adding:
+                data["provider"] = names.system_name(data.get("provider"))
+                data["service_definition"] = names.service_definition(
+                    data.get("service_definition"))
+                data["version"] = validate_version(normalize_version(data.get("version")))
         except InvalidParameter as exc:
             raise forms.ValidationError(exc.message) from exc
-        instance_key = build_instance_id(data["provider"], data["service_definition"],
-                                         data["version"])
-        clash = ServiceInstance.objects.filter(service_instance_id=instance_key)
-        if not self.instance._state.adding:
-            clash = clash.exclude(pk=self.instance.pk)
-        if clash.exists():
-            raise forms.ValidationError(f"Service instance {instance_key} already exists")
-        for field in ("provider", "service_definition", "version", "metadata"):
-            setattr(self.instance, field, data[field])
-        self.instance.service_instance_id = instance_key
+        if adding:
+            instance_key = build_instance_id(data["provider"], data["service_definition"],
+                                             data["version"])
+            if ServiceInstance.objects.filter(service_instance_id=instance_key).exists():
+                raise forms.ValidationError(f"Service instance {instance_key} already exists")
         return data
 
 
@@ -269,10 +273,7 @@ class ServiceInterfaceInlineForm(forms.ModelForm):
                 data.get("properties")))
         except InvalidParameter as exc:
             raise forms.ValidationError(exc.message) from exc
-        data.update(template_name=valid.template_name, protocol=valid.protocol,
-                    policy=valid.policy, properties=valid.properties)
-        for field in ("template_name", "protocol", "policy", "properties"):
-            setattr(self.instance, field, data[field])
+        data["valid_interface"] = valid
         return data
 
 
@@ -290,41 +291,51 @@ class ServiceInterfaceInline(admin.StackedInline):
 
 @admin.register(ServiceInstance)
 class ServiceInstanceAdmin(InstanceImportExport, admin.ModelAdmin):
+    """Writes go through the instance services, like the API's: the instance and its
+    interfaces are written in one call (in `save_related`, where the interface forms are
+    known), so the ids are locked and the change is recorded for subscriptions."""
+
     form = ServiceInstanceAdminForm
     inlines = [ServiceInterfaceInline]
     list_display = ("service_instance_id", "provider", "service_definition", "version",
                     "expires_at", "updated_at")
     list_filter = (ProviderFilter, InstanceServiceDefinitionFilter)
     search_fields = ("service_instance_id",)
-    readonly_fields = ("service_instance_id", "created_at", "updated_at")
     ordering = ("service_instance_id",)
     actions = ["remove_expired"]
 
+    def get_readonly_fields(self, request: HttpRequest, obj: ServiceInstance | None = None):
+        audit = ("service_instance_id", "created_at", "updated_at")
+        if obj is None:
+            return audit
+        return ("provider", "service_definition", "version", *audit)
+
     def save_model(self, request: HttpRequest, obj: ServiceInstance, form, change: bool) -> None:
-        obj.updated_at = timezone.now()
-        if not change:
-            obj.created_at = obj.updated_at
-        super().save_model(request, obj, form, change)
-        change_record(instance_ids=[obj.service_instance_id])
+        """Nothing yet: `save_related` writes the instance with its interfaces."""
+
+    def save_related(self, request: HttpRequest, form, formsets, change: bool) -> None:
+        for formset in formsets:
+            formset.save(commit=False)  # fills new/changed/deleted_objects for the history
+        interfaces = [f.cleaned_data["valid_interface"]
+                      for formset in formsets for f in formset.forms
+                      if f.cleaned_data and not f.cleaned_data.get("DELETE")]
+        data, obj = form.cleaned_data, form.instance
+        if change:
+            saved = instances_update([ValidInstanceUpdate(
+                obj.service_instance_id, data["expires_at"], data["metadata"], interfaces)])[0]
+        else:
+            saved = instances_store([ValidInstance(
+                data["provider"], data["service_definition"], data["version"],
+                data["expires_at"], data["metadata"], interfaces)])[0]
+        obj.__dict__.update({f.attname: getattr(saved, f.attname)
+                             for f in ServiceInstance._meta.fields})
+        obj._state.adding = False
 
     def delete_model(self, request: HttpRequest, obj: ServiceInstance) -> None:
         instance_delete_many(instance_ids=[obj.service_instance_id])
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[ServiceInstance]) -> None:
         instance_delete_many(instance_ids=queryset.values_list("service_instance_id", flat=True))
-
-    def save_formset(self, request: HttpRequest, form, formset, change: bool) -> None:
-        formset.save(commit=False)  # sorts out deleted_objects
-        for deleted in formset.deleted_objects:
-            deleted.delete()
-        kept = [f.instance for f in formset.forms
-                if f.cleaned_data and not f.cleaned_data.get("DELETE")]
-        # Positions follow the form order; park them first so the unique position holds.
-        ServiceInterface.objects.filter(instance=form.instance).update(position=F("position") + 1000)
-        for position, interface in enumerate(kept):
-            interface.position = position
-            interface.instance = form.instance
-            interface.save()
 
     @admin.action(description="Remove instances that have expired")
     def remove_expired(self, request: HttpRequest, queryset: QuerySet[ServiceInstance]) -> None:

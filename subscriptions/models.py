@@ -25,8 +25,10 @@ class Subscription(models.Model):
     notify_properties = models.JSONField(default=dict)
     duration = models.PositiveIntegerField(null=True, blank=True, help_text="Seconds.")
     expires_at = models.DateTimeField(null=True, blank=True)
-    # Outbox flag: set in the transaction of a change that may alter the result, cleared in
-    # the transaction that evaluated it (and queued a notification if the result changed).
+    # Set when a recorded catalog change (a `CatalogChange` row, store/changes.py) concerns
+    # the target: the change-processing task flags the subscriptions and deletes the rows in
+    # one transaction. Cleared in the transaction that evaluated the subscription (and queued
+    # a notification if the result changed). See subscriptions/services.py, steps 2 and 3.
     needs_evaluation = models.BooleanField(default=False)
     last_fingerprint = models.CharField(max_length=64, blank=True, editable=False)
     last_pushed_at = models.DateTimeField(null=True, blank=True, editable=False)

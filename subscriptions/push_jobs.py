@@ -26,7 +26,7 @@ from config.exceptions import InvalidParameter
 from config.transaction_retry import retry_on_conflict
 from orchestration.models import OrchestrationJob
 from subscriptions.models import Subscription
-from subscriptions.services import subscription_push
+from subscriptions.services import subscription_push_queue
 
 logger = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ def _push_for(job: OrchestrationJob) -> None:
                                     and subscription.expires_at <= job.started_at):
             raise _JobFailed(f"Orchestration job {job.id} has no subscription with "
                              f"{job.subscription_id} subscription id")
-        subscription_push(subscription, now=job.started_at, job=job)
+        subscription_push_queue(subscription, now=job.started_at, job=job)
 
 
 # --- The sweep ---------------------------------------------------------------------------------

@@ -15,8 +15,9 @@ The push path, from a change to the subscriber, step by step:
    orchestration from one view of the pull snapshot, and for each result that differs from
    the last one pushed writes, in bulk, the PUSH job, the notification
    (`notifications.services` `deliveries_create`, which supersedes the subscription's older
-   pending one) and the new result. A subscription whose committed orchestration would differ from its preview
-   (reservations, tokens) is evaluated alone (`subscription_evaluate`, `subscription_push`).
+   pending one) and the new result. A subscription whose committed orchestration would
+   differ from its preview (reservations, tokens) is evaluated alone
+   (`subscription_evaluate`, `subscription_push_queue`).
 4. After that commit the notifications are handed over: MQTT ones to one
    `notifications.deliver_batch` task per 100 (without a broker: the process's MQTT pool),
    HTTP ones to a `notifications.deliver` task each, on the queue of their transport.
@@ -53,7 +54,7 @@ from notifications.services import (
     delivery_create,
 )
 from orchestration.models import OrchestrationJob
-from orchestration.pull import orchestrate, orchestrate_recorded
+from orchestration.pull import orchestrate_preview, orchestrate_recorded
 from orchestration.requests import parse_orchestration_request
 from orchestration.response_data import orchestration_response_data
 from orchestration.snapshot import snapshot_in_transaction
@@ -153,7 +154,7 @@ def subscriptions_upsert(*, owner: str, subscribes: Sequence[SubscribeRequest],
             _apply(subscription, subscribe, now)
             subscription.save(force_insert=created)
             if trigger:
-                subscription_push(subscription, now=now)
+                subscription_push_queue(subscription, now=now)
             upserted.append((subscription, created))
     return upserted
 
@@ -225,8 +226,8 @@ def _message(subscription: Subscription, result: OrchestrationResult) -> dict:
     return response
 
 
-def subscription_push(subscription: Subscription, *, now: dt.datetime,
-          job: OrchestrationJob | None = None) -> None:
+def subscription_push_queue(subscription: Subscription, *, now: dt.datetime,
+                            job: OrchestrationJob | None = None) -> None:
     """Orchestrate for real (reservations, tokens), record the PUSH job (a new one, or the
     queued `job` of push management's trigger), queue the notification and remember what
     was pushed. Runs inside the caller's transaction."""
@@ -260,14 +261,13 @@ def subscription_evaluate(*, subscription_id: uuid.UUID, force: bool = False) ->
         if subscription.expires_at is not None and subscription.expires_at <= now:
             return False
         request = parse_orchestration_request(subscription.orchestration_request)
-        preview = orchestrate(consumer=subscription.target, request=request, now=now,
-                              commit=False)
+        preview = orchestrate_preview(consumer=subscription.target, request=request, now=now)
         if not force and fingerprint(preview) == subscription.last_fingerprint:
             if subscription.needs_evaluation:
                 subscription.needs_evaluation = False
                 subscription.save(update_fields=["needs_evaluation"])
             return False
-        subscription_push(subscription, now=now)
+        subscription_push_queue(subscription, now=now)
     return True
 
 
@@ -372,10 +372,9 @@ def _evaluate_batch(ids: Sequence[uuid.UUID]) -> tuple[int, list[uuid.UUID]]:
                 if subscription.expires_at is not None and subscription.expires_at <= now:
                     continue  # never notified; removed by the expiry task
                 try:
-                    preview = orchestrate(consumer=subscription.target, request=
-                                          parse_orchestration_request(
-                                              subscription.orchestration_request),
-                                          now=now, commit=False)
+                    preview = orchestrate_preview(
+                        consumer=subscription.target, now=now,
+                        request=parse_orchestration_request(subscription.orchestration_request))
                 except Exception:  # noqa: BLE001 - evaluated alone, with its own handling
                     one_by_one.append(subscription.id)
                     continue
@@ -390,14 +389,14 @@ def _evaluate_batch(ids: Sequence[uuid.UUID]) -> tuple[int, list[uuid.UUID]]:
                     changed.append((subscription, preview))
         Subscription.objects.filter(pk__in=unchanged).update(needs_evaluation=False)
         if changed:
-            _push_all(changed, now=now)
+            _pushes_queue(changed, now=now)
     return len(changed), one_by_one
 
 
-def _push_all(pushes: list[tuple[Subscription, OrchestrationResult]], *,
-              now: dt.datetime) -> None:
-    """subscription_push for results that committing would not change (the preview is the
-    result): the jobs, the notifications and the subscriptions (whose `last_fingerprint`
+def _pushes_queue(pushes: list[tuple[Subscription, OrchestrationResult]], *,
+                  now: dt.datetime) -> None:
+    """`subscription_push_queue` for results that committing would not change (the preview
+    is the result): the jobs, the notifications and the subscriptions (whose `last_fingerprint`
     the caller has set to the result's) written in bulk."""
     finished = timezone.now()
     model_rows_insert([

@@ -1,5 +1,8 @@
-"""Real endpoints for the notification tests, all on loopback: an HTTP sink, an MQTT subscriber
-and throw-away Mosquitto brokers."""
+"""Endpoints the tests start themselves, all on loopback, to receive what the service sends:
+an HTTP sink (`HttpSink`), an MQTT subscriber (`MqttReceiver`), throw-away Mosquitto brokers
+(`mosquitto`), a server that never answers (`SilentTcpServer`), and helpers to wait for them
+(`wait_for`, `free_port`). Checks that the shared services (PostgreSQL, Redis, the main MQTT
+broker) are up are in tests/services.py."""
 import json
 import queue
 import shutil

@@ -1,5 +1,8 @@
-"""Checks that the real services the tests talk to are up; a test that needs one which is down
-fails with a message naming it (it never skips)."""
+"""Checks that the external services the tests talk to are up (PostgreSQL, Redis, the MQTT
+broker): `require_postgres`, `require_redis`, `require_mqtt`. A test that needs one which is
+down fails with a message naming it (it never skips). Not the app's write services
+(`store/services/`, `subscriptions/services.py`); the test endpoints (HTTP sink, MQTT
+receiver, throw-away brokers) are in tests/endpoints.py."""
 import socket
 from urllib.parse import urlsplit
 

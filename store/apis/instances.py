@@ -1,6 +1,7 @@
 """Service instance catalog management API (SPEC §4), one view per operation."""
 from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -8,6 +9,12 @@ from rest_framework.views import APIView
 from config.conventions.instance_ids import instance_id
 from config.conventions.pagination import parse_pagination
 from config.exceptions import InvalidParameter
+from config.fields import (
+    RequirementListField,
+    StrictCharField,
+    optional_string_list,
+    pagination_field,
+)
 from config.name_fields import INSTANCE_ID_LIST
 from config.schema import body_required, error_responses, null_body_is_absent
 from serviceregistry.published import operation
@@ -21,7 +28,6 @@ from store.selectors.instances import (
 )
 from store.serializers.instances import (
     InstanceCreateSerializer,
-    InstanceQuerySerializer,
     InstanceUpdateSerializer,
     ServiceInstanceListSerializer,
     instance_drafts_from,
@@ -69,6 +75,19 @@ class InstanceUpdateApi(APIView):
         drafts = instance_update_drafts_from(validated(InstanceUpdateSerializer, request.data))
         instances = instance_update_many(drafts=drafts, limit=settings.MAX_BULK_SIZE)
         return _list_response(instances, len(instances))
+
+
+class InstanceQuerySerializer(serializers.Serializer):
+    pagination = pagination_field(sort_fields=list(SORT_COLUMNS),
+                                  default_sort_field=DEFAULT_SORT_FIELD)
+    instanceIds = optional_string_list(limit_setting="MAX_BULK_SIZE")
+    providerNames = optional_string_list()
+    serviceDefinitionNames = optional_string_list()
+    versions = optional_string_list()
+    alivesAt = StrictCharField(required=False, allow_null=True)
+    metadataRequirementsList = RequirementListField(
+        required=False, allow_null=True,
+        help_text="OR of requirement objects; each object is an AND of key-path conditions.")
 
 
 class InstanceQueryApi(APIView):

@@ -2,6 +2,7 @@
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -9,7 +10,14 @@ from rest_framework.views import APIView
 from config.conventions.pagination import parse_pagination
 from config.conventions.uuids import require_uuid
 from config.exceptions import InvalidParameter
-from config.fields import BoundedDictField, StrictIntegerField
+from config.fields import (
+    BoundedDictField,
+    StrictCharField,
+    StrictIntegerField,
+    optional_positive_integer,
+    optional_string_list,
+    pagination_field,
+)
 from config.schema import body_required, error_responses, null_body_is_absent
 from serviceregistry.published import operation
 from store import openapi_examples as examples
@@ -23,7 +31,6 @@ from store.selectors.rules import (
 from store.serializers.rules import (
     RuleCreateSerializer,
     RuleListSerializer,
-    RuleQuerySerializer,
     rule_drafts_from,
 )
 from store.models import MAX_PRIORITY
@@ -51,6 +58,18 @@ REMOVE_PARAMETERS = [OpenApiParameter(
 
 def _rule_list_response(rules, count: int, status: int = 200) -> Response:
     return Response(RuleListSerializer({"entries": rules, "count": count}).data, status=status)
+
+
+class RuleQuerySerializer(serializers.Serializer):
+    pagination = pagination_field(sort_fields=list(SORT_COLUMNS),
+                                  default_sort_field=DEFAULT_SORT_FIELD)
+    ids = optional_string_list(limit_setting="MAX_BULK_SIZE")
+    consumerNames = optional_string_list()
+    serviceDefinitions = optional_string_list()
+    serviceInstanceIds = optional_string_list(limit_setting="MAX_BULK_SIZE")
+    minPriority = optional_positive_integer()
+    maxPriority = optional_positive_integer()
+    createdBy = StrictCharField(required=False, allow_null=True)
 
 
 class RuleQueryApi(APIView):

@@ -6,12 +6,9 @@ from rest_framework import serializers
 from config.fields import (
     BoundedJSONField,
     BoundedListField,
-    RequirementListField,
     StrictCharField,
     bulk_list,
     not_blank_text,
-    optional_string_list,
-    pagination_field,
 )
 from config.name_fields import (
     InstanceIdField,
@@ -22,7 +19,6 @@ from config.name_fields import (
 )
 from config.schema import required_not_null
 from store.interfaces import POLICIES, InterfaceDraft
-from store.selectors.instances import DEFAULT_SORT_FIELD, SORT_COLUMNS
 from store.services.instances import InstanceDraft, InstanceUpdateDraft
 
 
@@ -93,19 +89,6 @@ class InstanceUpdateInputSerializer(serializers.Serializer):
 @extend_schema_serializer(extensions=required_not_null("instances"))
 class InstanceUpdateSerializer(serializers.Serializer):
     instances = bulk_list(InstanceUpdateInputSerializer(allow_null=True))
-
-
-class InstanceQuerySerializer(serializers.Serializer):
-    pagination = pagination_field(sort_fields=list(SORT_COLUMNS),
-                                  default_sort_field=DEFAULT_SORT_FIELD)
-    instanceIds = optional_string_list(limit_setting="MAX_BULK_SIZE")
-    providerNames = optional_string_list()
-    serviceDefinitionNames = optional_string_list()
-    versions = optional_string_list()
-    alivesAt = StrictCharField(required=False, allow_null=True)
-    metadataRequirementsList = RequirementListField(
-        required=False, allow_null=True,
-        help_text="OR of requirement objects; each object is an AND of key-path conditions.")
 
 
 def _interface_drafts(items: list | None) -> list[InterfaceDraft | None] | None:

@@ -7,14 +7,10 @@ from config.fields import (
     StrictIntegerField,
     bulk_list,
     documented,
-    optional_positive_integer,
-    optional_string_list,
-    pagination_field,
 )
 from config.name_fields import InstanceIdField, ServiceDefinitionField, SystemNameField
 from config.schema import required_not_null
 from store.models import MAX_PRIORITY
-from store.selectors.rules import DEFAULT_SORT_FIELD, SORT_COLUMNS
 from store.services.rules import RuleDraft
 
 
@@ -35,18 +31,6 @@ class RuleSerializer(serializers.Serializer):
 class RuleListSerializer(serializers.Serializer):
     entries = RuleSerializer(many=True)
     count = serializers.IntegerField()
-
-
-class RuleQuerySerializer(serializers.Serializer):
-    pagination = pagination_field(sort_fields=list(SORT_COLUMNS),
-                                  default_sort_field=DEFAULT_SORT_FIELD)
-    ids = optional_string_list(limit_setting="MAX_BULK_SIZE")
-    consumerNames = optional_string_list()
-    serviceDefinitions = optional_string_list()
-    serviceInstanceIds = optional_string_list(limit_setting="MAX_BULK_SIZE")
-    minPriority = optional_positive_integer()
-    maxPriority = optional_positive_integer()
-    createdBy = StrictCharField(required=False, allow_null=True)
 
 
 @extend_schema_serializer(extensions=required_not_null("consumer", "serviceInstanceId", "priority"))

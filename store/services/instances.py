@@ -1,10 +1,15 @@
 """Writing the service instance catalog (SPEC §4): create (same id replaces), update, remove,
-and purge of expired instances. API, admin actions and the import command go through here."""
+and purge of expired instances. The API, the admin (add, change, delete, actions) and the
+import command all write through here, so every write locks the ids and records a
+`CatalogChange`.
+
+Each write validates raw drafts into typed values (`ValidInstance`, `ValidInstanceUpdate`)
+and then stores them (`instances_store`, `instances_update`); both replace interfaces
+through `_interfaces_replace`."""
 import datetime as dt
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
 from django.db import transaction
@@ -44,6 +49,8 @@ class InstanceDraft:
 
 @dataclass(frozen=True)
 class InstanceUpdateDraft:
+    """An update of a stored instance as submitted: raw values."""
+
     instance_id: Any
     expires_at: Any
     metadata: Any
@@ -62,6 +69,16 @@ class ValidInstance:
     @property
     def instance_id(self) -> str:
         return build_instance_id(self.provider, self.service_definition, self.version)
+
+
+@dataclass(frozen=True)
+class ValidInstanceUpdate:
+    """What an update replaces on the stored instance `instance_id`."""
+
+    instance_id: str
+    expires_at: dt.datetime | None
+    metadata: dict
+    interfaces: list[ValidInterface]
 
 
 def _expiry(value: Any, now: dt.datetime) -> dt.datetime | None:
@@ -150,14 +167,20 @@ def _measured(instances: Iterable[ServiceInstance]) -> dict[tuple, tuple]:
     }
 
 
-def _interfaces_of(pairs, measured: dict[tuple, tuple]) -> list[ServiceInterface]:
+def _interfaces_replace(pairs: Sequence[tuple[ServiceInstance, Sequence[ValidInterface]]]
+                        ) -> None:
+    """Give each stored instance exactly these interfaces, in this order. An interface keeps
+    its latency measurement when its template, addresses and port are unchanged."""
+    instances = [instance for instance, _ in pairs]
+    measured = _measured(instances)
+    ServiceInterface.objects.filter(instance__in=instances).delete()
     rows = []
-    for instance, valid in pairs:
-        for row in _interface_rows(instance, valid.interfaces):
+    for instance, interfaces in pairs:
+        for row in _interface_rows(instance, interfaces):
             key = _latency_key(instance.service_instance_id, row.template_name, row.properties)
             row.latency_ms, row.latency_measured_at = measured.get(key, (None, None))
             rows.append(row)
-    return rows
+    ServiceInterface.objects.bulk_create(rows)
 
 
 def _lock_existing(instance_ids: Sequence[str], batch_size: int) -> dict[str, ServiceInstance]:
@@ -182,7 +205,6 @@ def _store_chunk(instances: Sequence[ValidInstance], existing: dict[str, Service
     re-created, so a concurrent remove cannot lose them), new ones inserted."""
     existing = {v.instance_id: existing[v.instance_id] for v in instances
                 if v.instance_id in existing}
-    measured = _measured(existing.values())
     rows, new = [], []
     for valid in instances:
         row = existing.get(valid.instance_id)
@@ -196,8 +218,7 @@ def _store_chunk(instances: Sequence[ValidInstance], existing: dict[str, Service
     ServiceInstance.objects.bulk_update(list(existing.values()),
                                         ["expires_at", "metadata", "updated_at"])
     ServiceInstance.objects.bulk_create(new)
-    ServiceInterface.objects.filter(instance__in=list(existing.values())).delete()
-    ServiceInterface.objects.bulk_create(_interfaces_of(zip(rows, instances), measured))
+    _interfaces_replace([(row, valid.interfaces) for row, valid in zip(rows, instances)])
     return rows
 
 
@@ -230,41 +251,47 @@ def instance_create_many(*, drafts: Sequence[InstanceDraft | None],
     return instances_store(instances)
 
 
-def _update_validate(draft: InstanceUpdateDraft, now: dt.datetime):
+def instance_update_validate(draft: InstanceUpdateDraft, *,
+                             now: dt.datetime) -> ValidInstanceUpdate:
     raw_id = _text_or_none(draft.instance_id, "instanceId")
     if raw_id is None or not raw_id.strip():
         raise InvalidParameter("Instance id is empty")
-    return (instance_id(raw_id), _expiry(draft.expires_at, now),
-            metadata_validate(draft.metadata), interfaces_validate(draft.interfaces))
+    return ValidInstanceUpdate(instance_id(raw_id), _expiry(draft.expires_at, now),
+                               metadata_validate(draft.metadata),
+                               interfaces_validate(draft.interfaces))
 
 
 @retry_on_conflict
+@transaction.atomic
+def instances_update(updates: Sequence[ValidInstanceUpdate]) -> list[ServiceInstance]:
+    """Replace expiry (None clears it), metadata and the whole interface list of existing
+    instances (locked in id order first); an id that is not stored is refused."""
+    now = timezone.now()
+    stored = _lock_existing([update.instance_id for update in updates],
+                            batch_size=max(len(updates), 1))
+    for update in updates:
+        if update.instance_id not in stored:
+            raise InvalidParameter(f"Instance id does not exist: {update.instance_id}")
+    rows = []
+    for update in updates:
+        row = stored[update.instance_id]
+        row.expires_at, row.metadata, row.updated_at = update.expires_at, update.metadata, now
+        rows.append(row)
+    ServiceInstance.objects.bulk_update(rows, ["expires_at", "metadata", "updated_at"])
+    change_record(instance_ids=stored)
+    _interfaces_replace([(row, update.interfaces) for row, update in zip(rows, updates)])
+    return _with_interfaces(rows)
+
+
 def instance_update_many(*, drafts: Sequence[InstanceUpdateDraft | None],
                          limit: int | None) -> list[ServiceInstance]:
-    """Replace expiry (absent clears it), metadata and the whole interface list of existing
-    instances."""
+    """Validate updates sent to the API (every one, before anything is written) and apply
+    them with `instances_update`."""
     _ensure_not_empty(drafts, limit)
     now = timezone.now()
-    updates = [_update_validate(draft, now) for draft in drafts]
-    _ensure_distinct((update[0] for update in updates), "Duplicated instance id")
-    with transaction.atomic():
-        stored = _lock_existing([update[0] for update in updates], batch_size=len(updates))
-        for update in updates:
-            if update[0] not in stored:
-                raise InvalidParameter(f"Instance id does not exist: {update[0]}")
-        rows = []
-        for instance_key, expires_at, metadata, interfaces in updates:
-            instance = stored[instance_key]
-            instance.expires_at, instance.metadata, instance.updated_at = expires_at, metadata, now
-            rows.append(instance)
-        ServiceInstance.objects.bulk_update(rows, ["expires_at", "metadata", "updated_at"])
-        change_record(instance_ids=stored)
-        measured = _measured(rows)
-        ServiceInterface.objects.filter(instance__in=rows).delete()
-        ServiceInterface.objects.bulk_create(_interfaces_of(
-            ((instance, SimpleNamespace(interfaces=update[3]))
-             for instance, update in zip(rows, updates)), measured))
-    return _with_interfaces(rows)
+    updates = [instance_update_validate(draft, now=now) for draft in drafts]
+    _ensure_distinct((update.instance_id for update in updates), "Duplicated instance id")
+    return instances_update(updates)
 
 
 @retry_on_conflict

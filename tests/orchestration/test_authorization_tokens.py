@@ -6,12 +6,10 @@ import threading
 
 import pytest
 from django.db import connection
-from django.urls import include, path
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from config.conventions.timestamps import parse_utc
-from config.urls import urlpatterns as service_urlpatterns
 from orchestration.models import AuthorizationToken
 from orchestration.tokens import (
     TOKEN_VARIANTS,
@@ -23,13 +21,7 @@ from orchestration.tokens import (
 )
 from tests.helpers import as_system, assert_error
 
-# This module is its own URL configuration: the verify endpoint in front of the service's.
-urlpatterns = [
-    path("serviceorchestration/authorization-token/", include("orchestration.token_urls")),
-    *service_urlpatterns,
-]
-
-pytestmark = [pytest.mark.django_db, pytest.mark.urls(__name__)]
+pytestmark = pytest.mark.django_db
 
 VERIFY = "/serviceorchestration/authorization-token/verify"
 TIME, USAGE, SELF = ("TIME_LIMITED_TOKEN_AUTH", "USAGE_LIMITED_TOKEN_AUTH",

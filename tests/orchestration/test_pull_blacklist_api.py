@@ -12,7 +12,7 @@ import pytest
 from django.utils import timezone
 
 from orchestration.models import AuthorizationToken, OrchestrationJob, OrchestrationLock
-from orchestration.pull import orchestrate
+from orchestration.pull import orchestrate_preview
 from orchestration.requests import parse_orchestration_request
 from serviceregistry import instances, peers
 from tests.fake_blacklist import CHECK, QUERY, FakeBlacklist, blacklist  # noqa: F401 (fixture)
@@ -176,8 +176,7 @@ class ProviderFilterTests:
     def test_it_filters_a_preview_too(self, registry, blacklist):
         blacklist.put("TestProvider1")
         request = parse_orchestration_request(BODY)
-        preview = orchestrate(consumer=CONSUMER, request=request, now=timezone.now(),
-                              commit=False)
+        preview = orchestrate_preview(consumer=CONSUMER, request=request, now=timezone.now())
         assert [entry.service_instance_id for entry in preview.results] == [P2, P3, P4]
         assert OrchestrationJob.objects.count() == 0
 

@@ -17,7 +17,7 @@ from orchestration import snapshot as snapshot_module
 from orchestration import snapshot_changes
 from orchestration.models import OrchestrationLock, SnapshotChange
 from orchestration.prepared_statements import run_prepared
-from orchestration.pull import orchestrate
+from orchestration.pull import orchestrate_preview, orchestrate_unrecorded
 from orchestration.requests import parse_orchestration_request
 from orchestration.snapshot import pull_snapshot
 from store.models import Rule, ServiceInterface
@@ -85,7 +85,7 @@ class AnsweringTests:
         request = parse_orchestration_request({})
         with transaction.atomic(), CaptureQueriesContext(connection) as queries:
             Rule.objects.filter(consumer="Car").delete()  # not committed: memory cannot know
-            result = orchestrate(consumer="Car", request=request, now=timezone.now())
+            result = orchestrate_unrecorded(consumer="Car", request=request, now=timezone.now())
         assert result.results == []
         assert read_tables([query["sql"] for query in queries])
 
@@ -144,7 +144,8 @@ class ChangeTests:
         loaded(snapshot)
         assert pulled(api)[0] == [THERMO]
         request = parse_orchestration_request(TEMPERATURE)
-        later = orchestrate(consumer="Car", request=request, now=soon + dt.timedelta(seconds=1))
+        later = orchestrate_unrecorded(consumer="Car", request=request,
+                                       now=soon + dt.timedelta(seconds=1))
         assert later.results == []
 
     def test_it_sees_reservations_of_other_consumers_and_their_end(self, api, snapshot):
@@ -211,8 +212,7 @@ class ChangeTests:
             while not stop.is_set():
                 with guard:
                     before = set(committed)
-                answer = orchestrate(consumer="Car", request=request, now=timezone.now(),
-                                     commit=False)
+                answer = orchestrate_preview(consumer="Car", request=request, now=timezone.now())
                 seen = {entry.service_instance_id for entry in answer.results}
                 if not before <= seen:
                     missed.append((before, seen))
@@ -372,12 +372,10 @@ class EquivalenceTests:
                 request = parse_orchestration_request(body)
                 settings.PULL_SNAPSHOT = True
                 with CaptureQueriesContext(connection) as queries:
-                    memory = orchestrate(consumer=consumer, request=request, now=at,
-                                         commit=False)
+                    memory = orchestrate_preview(consumer=consumer, request=request, now=at)
                 assert not read_tables([query["sql"] for query in queries])
                 settings.PULL_SNAPSHOT = False
-                database = orchestrate(consumer=consumer, request=request, now=at,
-                                       commit=False)
+                database = orchestrate_preview(consumer=consumer, request=request, now=at)
                 assert memory == database, (consumer, body)
                 answered += len(memory.results)
         assert answered > 50  # the data made the comparisons count

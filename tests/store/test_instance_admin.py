@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from store.models import ServiceInstance, ServiceInterface
+from store.models import CatalogChange, ServiceInstance, ServiceInterface
 from tests.store.helpers import instance_body, make_instances
 
 pytestmark = pytest.mark.django_db
@@ -91,3 +91,30 @@ class ServiceInstanceAdminTests:
             (0, "custom_b"), (1, "custom_c")]
         instance.refresh_from_db()
         assert instance.updated_at > instance.created_at
+
+    def test_it_records_added_and_changed_instances_for_subscriptions(self, admin_client):
+        # Django's own save would write the rows without a CatalogChange: pushes would miss it.
+        response = admin_client.post(ADD, form([http()]))
+        assert response.status_code == 302, response.content.decode()[:3000]
+        instance = ServiceInstance.objects.get()
+        assert [c.instance_ids for c in CatalogChange.objects.all()] == [
+            ["TemperatureProvider|temperatureInfo|2.0.0"]]
+        CatalogChange.objects.all().delete()
+        data = form([http(id=instance.interfaces.get().pk, instance=instance.pk)],
+                    metadata=json.dumps({"unit": "kelvin"}))
+        data["interfaces-INITIAL_FORMS"] = 1
+        response = admin_client.post(f"/admin/store/serviceinstance/{instance.pk}/change/", data)
+        assert response.status_code == 302, response.content.decode()[-3000:]
+        assert [c.instance_ids for c in CatalogChange.objects.all()] == [
+            ["TemperatureProvider|temperatureInfo|2.0.0"]]
+        instance.refresh_from_db()
+        assert instance.metadata == {"unit": "kelvin"}
+
+    def test_it_keeps_the_id_of_a_changed_instance(self, admin_client):
+        instance = make_instances(instance_body("Alpha"))[0]
+        data = form([http(id=instance.interfaces.get().pk, instance=instance.pk)],
+                    provider="Beta")
+        data["interfaces-INITIAL_FORMS"] = 1
+        response = admin_client.post(f"/admin/store/serviceinstance/{instance.pk}/change/", data)
+        assert response.status_code == 302, response.content.decode()[-3000:]
+        assert ServiceInstance.objects.get().service_instance_id == instance.service_instance_id
