@@ -9,7 +9,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/serviceorchestration
 TEST_CELERY_BROKER_URL ?= redis://127.0.0.1:6379/0
 TEST_MQTT_BROKER_URL ?= mqtt://127.0.0.1:1883
 
-.PHONY: run test worker worker-main worker-http beat mqtt-api install clean bench screenshots
+.PHONY: run test worker worker-main worker-http beat mqtt-api install clean bench screenshots mutation
 
 $(VENV)/.installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -76,6 +76,11 @@ bench: $(VENV)/.installed
 	$(PY) bench/pull_http.py --sqlite
 	$(PY) bench/pull_http.py --scale-check
 	$(PY) bench/push_fanout.py
+
+# Mutation check (docs/testing.md): mutants of the core modules against their fast tests, in
+# copies of the tree under /tmp; `make mutation MODULE=orchestration/matching.py` for one.
+mutation: $(VENV)/.installed-test
+	$(PY) bench/mutation_check.py $(if $(MODULE),--module $(MODULE)) $(MUTATION_ARGS)
 
 # The admin screenshots of docs/admin.md, taken from the real admin with headless Chromium
 # (apt-get install chromium chromium-driver) over a throw-away database; Selenium lives in a
