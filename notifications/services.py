@@ -39,6 +39,7 @@ LEASE_EXPIRED = "Attempt interrupted: its worker stopped renewing the sending le
 MISSING = "MISSING"
 # MQTT deliveries created together are sent by one task per this many.
 DELIVERY_BATCH = 100
+_PROTOCOLS = frozenset(NotificationDelivery.Protocol.values)  # (the enum builds a new list per call)
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def deliveries_create(notifications: Sequence[Notification]) -> list[Notificatio
     deliveries = []
     for notification in notifications:
         protocol = notification.protocol.upper()
-        if protocol not in NotificationDelivery.Protocol.values:
+        if protocol not in _PROTOCOLS:
             raise ValueError(f"Unsupported notify protocol: {protocol}")
         properties = {str(key).lower(): value
                       for key, value in notification.properties.items()}

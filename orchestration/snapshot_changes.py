@@ -28,7 +28,7 @@ from django.db import connection
 from django.utils import timezone
 
 from orchestration.models import OrchestrationLock, SnapshotChange
-from orchestration.prepared_statements import run_prepared
+from config.prepared_statements import run_prepared
 from store.models import Rule, ServiceInstance, ServiceInterface
 
 CHANGE_KEEP_SECONDS = 600

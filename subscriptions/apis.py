@@ -52,9 +52,9 @@ class SubscribeApi(APIView):
         body = validated_body(request.data, check=checked_subscribe_request,
                               serializer=SubscribeSerializer)
         subscribe = parse_subscribe_request(body, requester=request.user.name)
-        subscription, created = subscription_upsert(requester=request.user.name,
-                                                    subscribe=subscribe, trigger=trigger)
-        return HttpResponse(str(subscription.id), status=201 if created else 200,
+        subscription_id, created = subscription_upsert(requester=request.user.name,
+                                                       subscribe=subscribe, trigger=trigger)
+        return HttpResponse(str(subscription_id), status=201 if created else 200,
                             content_type="text/plain; charset=utf-8")
 
 

@@ -50,5 +50,10 @@ class Subscription(models.Model):
                 f"{self.notify_protocol}")
 
 
+# The advisory-lock namespace of subscriptions by identity key (config/advisory_locks.py):
+# writers of one subscription take its lock before they read it.
+LOCK_NAMESPACE = "subscription"
+
+
 def identity_key(owner: str, target: str, service_definition: str | None) -> str:
     return f"{owner}|{target}|{service_definition or ''}"

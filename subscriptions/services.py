@@ -35,8 +35,9 @@ import hashlib
 import json
 import logging
 import uuid
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
@@ -44,7 +45,7 @@ from django.utils import timezone
 from rest_framework.utils.encoders import JSONEncoder
 
 from config.advisory_locks import advisory_locks
-from config.bulk_insert import model_rows_insert
+from config.bulk_insert import rows_insert
 from config.exceptions import ExternalServerError, Forbidden, InvalidParameter
 from config.transaction_retry import retry_on_conflict
 from notifications.services import (
@@ -62,8 +63,9 @@ from orchestration.types import OrchestrationResult
 from serviceregistry.client import ServiceRegistryUnavailable
 from serviceregistry.polling import instances_refresh
 from store.models import CatalogChange, Rule
-from subscriptions.models import Subscription, identity_key
+from subscriptions.models import LOCK_NAMESPACE, Subscription, identity_key
 from subscriptions.selectors import subscription_counts
+from subscriptions.subscribe_statement import subscription_write_at_once
 from subscriptions.requests import SubscribeRequest
 
 logger = logging.getLogger(__name__)
@@ -112,15 +114,26 @@ def _ensure_room(new_by_target: Counter[str]) -> None:
 def subscriptions_lock(identity_keys: list[str]) -> None:
     """Lock subscriptions by their identity key (owner, target and service definition) until
     the transaction ends (config.advisory_locks takes them in one sorted order)."""
-    advisory_locks("subscription", identity_keys)
+    advisory_locks(LOCK_NAMESPACE, identity_keys)
 
 
 def subscription_upsert(*, requester: str, subscribe: SubscribeRequest,
-                        trigger: bool) -> tuple[Subscription, bool]:
+                        trigger: bool) -> tuple[uuid.UUID, bool]:
     """Create the requester's subscription, or overwrite its subscription for the same target
-    and service definition in place (same id). Returns (subscription, created). With
-    `trigger`, the result is pushed now."""
-    return subscriptions_upsert(owner=requester, subscribes=[subscribe], trigger=trigger)[0]
+    and service definition in place (same id). Returns (its id, created). With `trigger`,
+    the result is pushed now. The usual call is one statement
+    (`subscriptions/subscribe_statement.py`); the rest takes the general path."""
+    if not trigger:
+        now = timezone.now()
+        written = subscription_write_at_once(
+            owner=requester, subscribe=subscribe,
+            key=identity_key(requester, subscribe.target, subscribe.service_definition),
+            expires_at=_expiry(subscribe.duration, now), now=now)
+        if written is not None:
+            return written
+    subscription, created = subscriptions_upsert(owner=requester, subscribes=[subscribe],
+                                                 trigger=trigger)[0]
+    return subscription.id, created
 
 
 @retry_on_conflict
@@ -208,8 +221,13 @@ def subscriptions_remove_expired(*, now: dt.datetime | None = None) -> int:
 def fingerprint(result: OrchestrationResult) -> str:
     """What makes two results the same for the subscriber: the results and warnings without
     the parts that differ at every run (token values, reservation end)."""
-    data = orchestration_response_data(result)
-    for entry in data["results"]:
+    return _fingerprint(orchestration_response_data(result))
+
+
+def _fingerprint(data: dict) -> str:
+    """`fingerprint` of a result's response data (which it changes: pass a copy you keep no
+    use for)."""
+    for entry in data["results"] or ():
         tokens = entry.pop("authorizationTokens", None)
         if tokens:
             entry["tokenScopes"] = {policy: sorted(scopes) for policy, scopes in tokens.items()}
@@ -218,8 +236,25 @@ def fingerprint(result: OrchestrationResult) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _message(subscription: Subscription, result: OrchestrationResult) -> dict:
-    response = json.loads(json.dumps(orchestration_response_data(result), cls=JSONEncoder))
+class _Rendering:
+    """The fingerprint and the response data (as JSON decodes it) of the results of one
+    evaluation batch, computed once for all results that render alike: a change usually
+    gives many subscribers the same answer."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[str, dict]] = {}
+
+    def __call__(self, result: OrchestrationResult) -> tuple[str, dict]:
+        text = json.dumps(orchestration_response_data(result), cls=JSONEncoder)
+        rendered = self._seen.get(text)
+        if rendered is None:
+            rendered = self._seen[text] = (_fingerprint(json.loads(text)), json.loads(text))
+        return rendered
+
+
+def _message(subscription: Subscription, response: dict) -> dict:
+    """The notification of `response` (a result's response data, JSON-decoded): MQTT
+    subscribers get it in the reference's envelope."""
     if subscription.notify_protocol.startswith("MQTT"):
         return {"receiver": subscription.target, "sender": settings.SYSTEM_NAME,
                 "payload": response}
@@ -238,10 +273,11 @@ def subscription_push_queue(subscription: Subscription, *, now: dt.datetime,
                                service_definition=subscription.service_definition,
                                subscription_id=subscription.id, created_at=now, started_at=now)
     result = orchestrate_recorded(job, request)
+    printed, response = _Rendering()(result)
     delivery_create(subscription_id=subscription.id, protocol=subscription.notify_protocol,
                     properties=subscription.notify_properties, receiver=subscription.target,
-                    payload=_message(subscription, result), expires_at=subscription.expires_at)
-    subscription.last_fingerprint = fingerprint(result)
+                    payload=_message(subscription, response), expires_at=subscription.expires_at)
+    subscription.last_fingerprint = printed
     subscription.last_pushed_at = now
     subscription.needs_evaluation = False
     subscription.save(update_fields=["last_fingerprint", "last_pushed_at", "needs_evaluation"])
@@ -364,9 +400,11 @@ def _evaluate_batch(ids: Sequence[uuid.UUID]) -> tuple[int, list[uuid.UUID]]:
     now = timezone.now()
     from_snapshot = not transaction.get_connection().in_atomic_block
     one_by_one, changed, unchanged = [], [], []
+    rendering = _Rendering()
     with transaction.atomic():
         subscriptions = list(Subscription.objects.select_for_update(skip_locked=True)
-                             .filter(id__in=list(ids), needs_evaluation=True).order_by("pk"))
+                             .filter(id__in=list(ids), needs_evaluation=True).order_by("pk")
+                             .only(*_EVALUATED_FIELDS))
         with snapshot_in_transaction(from_snapshot):
             for subscription in subscriptions:
                 if subscription.expires_at is not None and subscription.expires_at <= now:
@@ -381,56 +419,62 @@ def _evaluate_batch(ids: Sequence[uuid.UUID]) -> tuple[int, list[uuid.UUID]]:
                 if preview.commit_differs:
                     one_by_one.append(subscription.id)
                     continue
-                printed = fingerprint(preview)
+                printed, response = rendering(preview)
                 if printed == subscription.last_fingerprint:
                     unchanged.append(subscription.pk)
                 else:
                     subscription.last_fingerprint = printed
-                    changed.append((subscription, preview))
+                    changed.append(_Push(subscription, len(preview.results), response))
         Subscription.objects.filter(pk__in=unchanged).update(needs_evaluation=False)
         if changed:
             _pushes_queue(changed, now=now)
     return len(changed), one_by_one
 
 
-def _pushes_queue(pushes: list[tuple[Subscription, OrchestrationResult]], *,
-                  now: dt.datetime) -> None:
-    """`subscription_push_queue` for results that committing would not change (the preview
-    is the result): the jobs, the notifications and the subscriptions (whose `last_fingerprint`
-    the caller has set to the result's) written in bulk."""
+# What a batch evaluation reads of a subscription (the driver's parsing of the instants left
+# out was a tenth of an evaluation in the fan-out's profile).
+_EVALUATED_FIELDS = ("id", "owner", "target", "service_definition", "orchestration_request",
+                     "notify_protocol", "notify_properties", "expires_at", "last_fingerprint")
+
+
+@dataclass(frozen=True)
+class _Push:
+    """A result to push that committing would not change (the preview is the result)."""
+    subscription: Subscription  # its `last_fingerprint` set to the result's
+    result_count: int
+    response: dict  # the result's response data, JSON-decoded
+
+
+def _pushes_queue(pushes: list[_Push], *, now: dt.datetime) -> None:
+    """`subscription_push_queue` for a batch, written in bulk: the DONE PUSH jobs (rows as
+    they are, no model instances), the notifications and what was pushed."""
     finished = timezone.now()
-    model_rows_insert([
-        OrchestrationJob(type=OrchestrationJob.Type.PUSH, status=OrchestrationJob.Status.DONE,
-                         requester=subscription.owner, target=subscription.target,
-                         service_definition=subscription.service_definition,
-                         subscription_id=subscription.id, result_count=len(result.results),
-                         message=f"{len(result.results)} local result(s)", created_at=now,
-                         started_at=now, finished_at=finished)
-        for subscription, result in pushes])
+    push, done = OrchestrationJob.Type.PUSH.value, OrchestrationJob.Status.DONE.value
+    rows_insert(OrchestrationJob, _JOB_COLUMNS, [
+        (uuid.uuid4(), push, done, p.subscription.owner, p.subscription.target,
+         p.subscription.service_definition, p.subscription.id, p.result_count,
+         f"{p.result_count} local result(s)", now, now, finished) for p in pushes])
     deliveries_create([
-        Notification(subscription.id, subscription.notify_protocol,
-                     subscription.notify_properties, _message(subscription, result),
-                     subscription.expires_at, subscription.target)
-        for subscription, result in pushes])
-    _pushed_record([subscription for subscription, _ in pushes], now=now)
+        Notification(p.subscription.id, p.subscription.notify_protocol,
+                     p.subscription.notify_properties, _message(p.subscription, p.response),
+                     p.subscription.expires_at, p.subscription.target)
+        for p in pushes])
+    _pushed_record([p.subscription for p in pushes], now=now)
+
+
+_JOB_COLUMNS = ("id", "type", "status", "requester", "target", "service_definition",
+                "subscription_id", "result_count", "message", "created_at", "started_at",
+                "finished_at")
 
 
 def _pushed_record(subscriptions: list[Subscription], *, now: dt.datetime) -> None:
     """What was pushed (`last_fingerprint`, and `now`), for every subscription of a batch,
-    which is no longer flagged: one executemany of a keyed UPDATE
-    (pipelined on PostgreSQL). Django's bulk_update builds a CASE per row in Python, which
+    which is no longer flagged: one UPDATE per distinct result (a change usually gives many
+    subscribers the same one). Django's bulk_update builds a CASE per row in Python, which
     cost a quarter of a worker's time in the fan-out's profile (docs/performance.md)."""
-    meta = Subscription._meta
-    connection = transaction.get_connection()
-    column = {name: connection.ops.quote_name(meta.get_field(name).column)
-              for name in ("id", "last_fingerprint", "last_pushed_at", "needs_evaluation")}
-    pushed_at = meta.get_field("last_pushed_at").get_db_prep_value(now, connection)
-    key = meta.get_field("id")
-    with connection.cursor() as cursor:
-        cursor.executemany(
-            f"UPDATE {connection.ops.quote_name(meta.db_table)} SET "
-            f"{column['last_fingerprint']} = %s, {column['last_pushed_at']} = %s, "
-            f"{column['needs_evaluation']} = %s WHERE {column['id']} = %s",
-            [(subscription.last_fingerprint, pushed_at, False,
-              key.get_db_prep_value(subscription.id, connection))
-             for subscription in subscriptions])
+    by_fingerprint: dict[str, list[uuid.UUID]] = defaultdict(list)
+    for subscription in subscriptions:
+        by_fingerprint[subscription.last_fingerprint].append(subscription.pk)
+    for printed, ids in by_fingerprint.items():
+        Subscription.objects.filter(pk__in=ids).update(
+            last_fingerprint=printed, last_pushed_at=now, needs_evaluation=False)

@@ -16,7 +16,7 @@ from django.utils import timezone
 from orchestration import snapshot as snapshot_module
 from orchestration import snapshot_changes
 from orchestration.models import OrchestrationLock, SnapshotChange
-from orchestration.prepared_statements import run_prepared
+from config.prepared_statements import run_prepared
 from orchestration.pull import orchestrate_preview, orchestrate_unrecorded
 from orchestration.requests import parse_orchestration_request
 from orchestration.snapshot import pull_snapshot

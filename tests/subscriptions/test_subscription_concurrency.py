@@ -17,22 +17,52 @@ from tests.subscriptions.helpers import UNSUBSCRIBE, subscribe, subscription_bod
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+def _request(**fields):
+    serializer = SubscribeSerializer(data=subscription_body(**fields))
+    serializer.is_valid(raise_exception=True)
+    return parse_subscribe_request(serializer.validated_data, requester="RaceConsumer")
+
+
 class SubscriptionRaceTests:
     def test_a_second_subscribe_of_a_new_subscription_waits_for_the_first(self, monkeypatch):
         entered, release, first_waiting = hold_first_caller(monkeypatch, services, "_apply")
-        serializer = SubscribeSerializer(data=subscription_body())
-        serializer.is_valid(raise_exception=True)
-        request = parse_subscribe_request(serializer.validated_data, requester="RaceConsumer")
+        request = _request()
 
         def upsert():
-            subscription, created = services.subscription_upsert(
-                requester="RaceConsumer", subscribe=request, trigger=False)
+            [(subscription, created)] = services.subscriptions_upsert(
+                owner="RaceConsumer", subscribes=[request])
             return created
 
         outcomes = second_writer_waits(upsert, upsert, entered, release, first_waiting)
         assert outcomes == {"first": True, "second": False,
                             "second reached the write while the first held it": False}
         assert Subscription.objects.filter(owner="RaceConsumer").count() == 1
+
+    def test_the_one_statement_subscribe_waits_for_a_general_one_and_then_overwrites(
+            self, monkeypatch):
+        """The general path (here push management's, holding the subscription's lock in
+        `_apply` before its insert) and the one-statement subscribe of the same new
+        subscription: the statement waits for the lock instead of inserting beside it (the
+        general insert would then fail on the unique key), and once the first committed it
+        overwrites, so the later request is the one kept."""
+        entered, release, first_waiting = hold_first_caller(monkeypatch, services, "_apply")
+
+        def general():
+            [(subscription, created)] = services.subscriptions_upsert(
+                owner="RaceConsumer", subscribes=[_request(duration=100)])
+            return created
+
+        def one_statement():
+            _, created = services.subscription_upsert(
+                requester="RaceConsumer", subscribe=_request(duration=200), trigger=False)
+            return created
+
+        outcomes = second_writer_waits(general, one_statement, entered, release,
+                                       first_waiting)
+        assert outcomes == {"first": True, "second": False,
+                            "second reached the write while the first held it": False}
+        [stored] = Subscription.objects.filter(owner="RaceConsumer")
+        assert stored.duration == 200
 
     def test_interleaved_subscribes_and_unsubscribes_never_get_a_server_error(self):
         statuses: list[int] = []

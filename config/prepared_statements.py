@@ -1,11 +1,17 @@
-"""One prepared statement run on this thread's PostgreSQL connection through libpq directly:
-the feed read of every pull (orchestration/snapshot_changes.py).
+"""One prepared statement run on this thread's PostgreSQL connection through libpq directly,
+for the statements of the hot paths: the feed read of every pull
+(orchestration/snapshot_changes.py) and the usual subscribe (subscriptions/subscribe_statement.py).
 
 The driver's cursor costs several of its own Python steps per query and gives the interpreter
 lock up and takes it back at each of them; under load, with the web threads of a process
 contending for that lock, a feed read cost the process several times the query's own CPU.
 libpq's exec call runs the whole round trip with the lock released once. Values come back as
 PostgreSQL's text (bytes, or None for NULL); parameters go as text.
+
+Inside a transaction (`transaction.atomic()`) the statement is part of it: the driver opens
+its transaction lazily, at its first query, so when this is the first one the transaction
+is begun here, as the driver would (a plain BEGIN: no isolation level is configured).
+Outside one (autocommit) the statement commits alone.
 
 The statement is prepared on a connection the first time it runs there. A `DEALLOCATE ALL`
 (the driver sends one after some schema changes) or a new connection loses it: a statement
@@ -29,6 +35,8 @@ def run_prepared(name: bytes, sql: bytes, params: list[bytes | None]) -> list[li
     driver = connection.connection
     with connection.wrap_database_errors, driver.lock:
         pgconn = driver.pgconn
+        if not driver.autocommit and pgconn.transaction_status == pq.TransactionStatus.IDLE:
+            _check(pgconn, pgconn.exec_(b"BEGIN"))
         for attempt in range(2):
             known = _prepared.setdefault(pgconn, set())
             if name not in known:
