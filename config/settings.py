@@ -545,6 +545,13 @@ CELERY_BEAT_SCHEDULE["sweep-notifications"] = {
     "task": "notifications.sweep",
     "schedule": float(NOTIFICATION_SWEEP_INTERVAL_SECONDS),
 }
+# Finished deliveries (DELIVERED, FAILED, CANCELLED) created longer ago than this are deleted
+# by beat, in batches (notifications/retention.py); 0 keeps them forever.
+NOTIFICATION_MAX_AGE_DAYS = env_non_negative_int("NOTIFICATION_MAX_AGE_DAYS", 15)
+CELERY_BEAT_SCHEDULE["remove-old-deliveries"] = {
+    "task": "notifications.remove_old_deliveries",
+    "schedule": 300.0,
+}
 # --- end of Notifications -------------------------------------------------------------------
 
 # --- Push management ---------------------------------------------------------------------------

@@ -25,7 +25,7 @@ class NotificationDelivery(models.Model):
         CANCELLED = "CANCELLED"  # superseded, or its subscription went away
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    subscription_id = models.UUIDField(db_index=True)
+    subscription_id = models.UUIDField()
     receiver = models.CharField(
         max_length=63, blank=True, default="", db_index=True,
         help_text="The consumer the notification is for (given by the caller; empty on rows "
@@ -66,6 +66,12 @@ class NotificationDelivery(models.Model):
             models.Index(fields=["created_at"], name="delivery_created_at"),
             # Sends in flight per destination (the concurrency limit).
             models.Index(fields=["destination", "status"], name="delivery_destination_status"),
+            # A subscription's deliveries from a time on: is there a newer one (the send's
+            # check), cancelling them. Its unfinished ones have their own index (superseding
+            # a pending one at every push), so neither reads the subscription's history.
+            models.Index(fields=["subscription_id", "created_at"], name="delivery_subscription"),
+            models.Index(fields=["subscription_id"], name="delivery_unfinished",
+                         condition=models.Q(status__in=["PENDING", "SENDING"])),
         ]
 
     def __str__(self) -> str:

@@ -5,6 +5,7 @@ from celery import Task, shared_task
 
 from notifications.batch_sending import deliveries_send
 from notifications.handover import deliveries_enqueue, delivery_enqueue
+from notifications.retention import deliveries_remove_old
 from notifications.selectors import (
     deliveries_seconds_until_due,
     delivery_protocol,
@@ -63,3 +64,10 @@ def sweep_task() -> int:
     """Periodic (Celery beat, NOTIFICATION_SWEEP_INTERVAL_SECONDS): resend what the send tasks
     did not finish (lost tasks, dead workers, due retries). Returns how many were tried."""
     return deliveries_sweep()
+
+
+@shared_task(name="notifications.remove_old_deliveries")
+def remove_old_deliveries_task() -> int:
+    """Periodic (Celery beat, every 5 minutes): outbox retention, NOTIFICATION_MAX_AGE_DAYS.
+    Returns how many finished deliveries were deleted."""
+    return deliveries_remove_old()

@@ -3,8 +3,9 @@
 import datetime as dt
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
+
+from config.batch_delete import delete_in_batches
 
 from orchestration.models import OrchestrationJob
 
@@ -25,12 +26,5 @@ def jobs_remove_old(*, now: dt.datetime | None = None, batch_size: int = BATCH_S
         return 0
     cutoff = (now or timezone.now()) - dt.timedelta(days=max_age)
     old = OrchestrationJob.objects.filter(status__in=FINISHED, finished_at__lt=cutoff)
-    removed = 0
-    for _ in range(max_batches):
-        with transaction.atomic():
-            ids = list(old.order_by("finished_at").values_list("id", flat=True)[:batch_size])
-            if ids:
-                removed += old.filter(id__in=ids).delete()[0]
-        if len(ids) < batch_size:
-            break
-    return removed
+    return delete_in_batches(old, oldest_first_by="finished_at", batch_size=batch_size,
+                             max_batches=max_batches)

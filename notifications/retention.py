@@ -1,0 +1,34 @@
+"""Outbox retention: finished deliveries (DELIVERED, FAILED, CANCELLED) created more than
+NOTIFICATION_MAX_AGE_DAYS days ago are deleted, in batches (docs/subscriptions.md, "Delivery").
+
+Every push adds a row per subscriber and nothing else removes them: without this the outbox
+grows by the number of subscribers at every change, for ever. Unfinished deliveries (PENDING,
+SENDING) are never deleted, whatever their age: they are work still to do.
+"""
+import datetime as dt
+
+from django.conf import settings
+from django.utils import timezone
+
+from config.batch_delete import delete_in_batches
+
+from notifications.models import NotificationDelivery
+
+Status = NotificationDelivery.Status
+FINISHED = (Status.DELIVERED, Status.FAILED, Status.CANCELLED)
+BATCH_SIZE = 2000
+MAX_BATCHES = 50  # per run: at most 100 000 rows, the rest at the next run
+
+
+def deliveries_remove_old(*, now: dt.datetime | None = None, batch_size: int = BATCH_SIZE,
+                          max_batches: int = MAX_BATCHES) -> int:
+    """Delete the finished deliveries created before the cutoff, the oldest first (read
+    through the created_at index), each batch in its own short transaction; 0 days keeps
+    them all. Returns how many were deleted."""
+    max_age = settings.NOTIFICATION_MAX_AGE_DAYS
+    if max_age == 0:
+        return 0
+    cutoff = (now or timezone.now()) - dt.timedelta(days=max_age)
+    old = NotificationDelivery.objects.filter(status__in=FINISHED, created_at__lt=cutoff)
+    return delete_in_batches(old, oldest_first_by="created_at", batch_size=batch_size,
+                             max_batches=max_batches)

@@ -1,0 +1,139 @@
+"""Outbox retention (notifications/retention.py): finished deliveries older than
+NOTIFICATION_MAX_AGE_DAYS go, work still to do stays; and the subscription indexes that keep
+a push's own queries from reading the subscription's history."""
+import datetime as dt
+import os
+import re
+import subprocess
+import sys
+import uuid
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from config.settings import CELERY_BEAT_SCHEDULE
+from notifications.models import NotificationDelivery
+from notifications.retention import deliveries_remove_old
+from notifications.tasks import remove_old_deliveries_task
+from tests.worker import ROOT
+
+pytestmark = pytest.mark.django_db
+
+Status = NotificationDelivery.Status
+NOW = dt.datetime(2026, 11, 25, 12, 0, tzinfo=dt.timezone.utc)
+
+
+def delivery(days_ago: float, status: str = Status.DELIVERED, **fields) -> NotificationDelivery:
+    """A delivery created `days_ago` days before NOW."""
+    created = NOW - dt.timedelta(days=days_ago)
+    return NotificationDelivery.objects.create(**{
+        "subscription_id": uuid.uuid4(), "protocol": "MQTT", "properties": {"topic": "t"},
+        "payload": {}, "status": status, "created_at": created, "updated_at": created,
+        **fields})
+
+
+def remaining() -> set:
+    return set(NotificationDelivery.objects.values_list("id", flat=True))
+
+
+class DeliveryRetentionTests:
+    def test_it_removes_old_finished_deliveries_and_keeps_recent_ones(self, settings):
+        settings.NOTIFICATION_MAX_AGE_DAYS = 15
+        old = [delivery(16), delivery(15.01, Status.FAILED), delivery(40, Status.CANCELLED)]
+        recent = [delivery(14.99), delivery(1, Status.FAILED), delivery(0, Status.CANCELLED)]
+        assert deliveries_remove_old(now=NOW) == len(old)
+        assert remaining() == {d.id for d in recent}
+
+    def test_it_never_removes_work_still_to_do(self, settings):
+        settings.NOTIFICATION_MAX_AGE_DAYS = 1
+        kept = [delivery(365, Status.PENDING), delivery(365, Status.SENDING,
+                                                         claimed_at=NOW - dt.timedelta(days=365))]
+        assert deliveries_remove_old(now=NOW) == 0
+        assert remaining() == {d.id for d in kept}
+
+    def test_zero_days_keeps_every_delivery(self, settings):
+        settings.NOTIFICATION_MAX_AGE_DAYS = 0
+        kept = [delivery(10_000), delivery(400, Status.FAILED)]
+        assert deliveries_remove_old(now=NOW) == 0
+        assert remaining() == {d.id for d in kept}
+
+    def test_it_removes_in_batches_the_oldest_first(self, settings):
+        settings.NOTIFICATION_MAX_AGE_DAYS = 15
+        olds = [delivery(20 + n) for n in range(5)]
+        keep = delivery(2)
+        assert deliveries_remove_old(now=NOW, batch_size=2, max_batches=2) == 4
+        assert remaining() == {olds[0].id, keep.id}  # the newest of the old ones is left
+        assert deliveries_remove_old(now=NOW, batch_size=2, max_batches=2) == 1
+        assert remaining() == {keep.id}
+
+    def test_the_periodic_task_uses_the_setting(self, settings):
+        settings.NOTIFICATION_MAX_AGE_DAYS = 15
+        recent = NotificationDelivery.objects.create(
+            subscription_id=uuid.uuid4(), protocol="MQTT", properties={}, payload={},
+            status=Status.DELIVERED, created_at=timezone.now() - dt.timedelta(days=14))
+        NotificationDelivery.objects.create(
+            subscription_id=uuid.uuid4(), protocol="MQTT", properties={}, payload={},
+            status=Status.DELIVERED, created_at=timezone.now() - dt.timedelta(days=16))
+        assert remove_old_deliveries_task.delay().get() == 1
+        assert remaining() == {recent.id}
+        entry = CELERY_BEAT_SCHEDULE["remove-old-deliveries"]
+        assert entry["task"] == remove_old_deliveries_task.name \
+            == "notifications.remove_old_deliveries"
+
+
+class SubscriptionIndexTests:
+    """A push supersedes the subscription's pending delivery and a send asks whether a newer
+    one exists: with a long history (here 2000 finished deliveries of the subscription) and
+    a backlog (the pending ones of 2000 other subscriptions) both must read only the rows
+    they look for."""
+
+    @pytest.fixture
+    def history(self):
+        subscription_id = uuid.uuid4()
+
+        def row(subscription, minutes_ago, status=Status.DELIVERED):
+            return NotificationDelivery(subscription_id=subscription, protocol="MQTT",
+                                        properties={}, payload={}, status=status,
+                                        created_at=NOW - dt.timedelta(minutes=minutes_ago))
+
+        NotificationDelivery.objects.bulk_create(
+            [row(subscription_id, n) for n in range(1, 2001)]  # its history
+            + [row(uuid.uuid4(), n / 1000, Status.PENDING)  # a fan-out's backlog
+               for n in range(2000)])
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE notifications_notificationdelivery")
+            # A table this small is read whole at once; a plant's is not.
+            cursor.execute("SET LOCAL enable_seqscan = off")
+        return subscription_id
+
+    def plan(self, queryset) -> str:
+        return queryset.explain(analyze=True)
+
+    def rows_read(self, plan: str) -> int:
+        """The rows the plan's index and table scans returned and those their filters
+        removed, summed (a bitmap's heap scan returns its index scan's rows again)."""
+        returned = re.findall(r"(?:Index Scan|Index Only Scan|Seq Scan)[^\n]*?"
+                              r"actual time=\S+ rows=(\d+)", plan)
+        removed = re.findall(r"Rows Removed by Filter: (\d+)", plan)
+        return sum(int(n) for n in returned + removed)
+
+    def test_superseding_the_pending_one_reads_only_the_unfinished(self, history):
+        plan = self.plan(NotificationDelivery.objects.filter(
+            subscription_id=history, status=Status.PENDING))
+        assert self.rows_read(plan) == 0, plan
+
+    def test_the_newer_check_reads_only_what_is_newer(self, history):
+        plan = self.plan(NotificationDelivery.objects.filter(
+            subscription_id=history, created_at__gt=NOW - dt.timedelta(minutes=3)))
+        assert self.rows_read(plan) == 2, plan
+
+
+@pytest.mark.parametrize("value", ["-1", "soon"])
+def test_an_invalid_max_age_stops_the_start(value):
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"], cwd=ROOT, capture_output=True,
+        text=True, timeout=60, env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings",
+                                    "NOTIFICATION_MAX_AGE_DAYS": value})
+    assert result.returncode != 0
+    assert "NOTIFICATION_MAX_AGE_DAYS" in result.stderr
