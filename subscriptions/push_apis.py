@@ -2,7 +2,8 @@
 triggered pushes, bulk removal and the query; and the consumer's own query (our extension).
 docs/push-management.md."""
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -10,7 +11,8 @@ from rest_framework.views import APIView
 from config.conventions.pagination import parse_pagination
 from config.conventions.uuids import require_uuid_element
 from config.exceptions import InvalidParameter
-from config.schema import body_required, error_responses, null_body_is_absent
+from config.fields import bulk_list, optional_string_list, pagination_field
+from config.schema import body_required, error_responses, null_body_is_absent, required_not_null
 from serviceregistry.published import operation
 from store.apis.common import query_list, validated
 from subscriptions import openapi_examples as examples
@@ -26,9 +28,7 @@ from subscriptions.selectors import (
 from subscriptions.serializers import (
     OrchestrationSubscriptionListResponseSerializer,
     PushJobListSerializer,
-    PushSubscribeSerializer,
-    PushTriggerSerializer,
-    SubscriptionQuerySerializer,
+    SubscribeSerializer,
 )
 from subscriptions.services import subscriptions_delete, subscriptions_upsert
 
@@ -38,6 +38,40 @@ IDS_PARAMETER = OpenApiParameter(
     "ids", OpenApiTypes.UUID, many=True, required=True, examples=[examples.SUBSCRIPTIONS],
     description="Subscription ids; repeat the parameter or separate them with commas. Ids with "
     "no subscription are ignored.")
+
+
+# --- request bodies (used by these views only) ---------------------------------------------
+
+
+@extend_schema_serializer(extensions=required_not_null("notifyInterface", "targetSystemName"))
+class PushSubscriptionSerializer(SubscribeSerializer):
+    """A subscription on behalf of a consumer: the same fields, `targetSystemName` required
+    (any system)."""
+
+
+@extend_schema_serializer(extensions=required_not_null("subscriptions"))
+class PushSubscribeSerializer(serializers.Serializer):
+    subscriptions = bulk_list(PushSubscriptionSerializer(allow_null=True),
+                              help_text="Each with `targetSystemName` (any system).")
+
+
+class SubscriptionQuerySerializer(serializers.Serializer):
+    pagination = pagination_field(sort_fields=list(SORT_COLUMNS),
+                                  default_sort_field=DEFAULT_SORT_FIELD,
+                                  default_direction=DEFAULT_DIRECTION)
+    ownerSystems = optional_string_list()
+    targetSystems = optional_string_list()
+    serviceDefinitions = optional_string_list()
+
+
+class PushTriggerSerializer(serializers.Serializer):
+    targetSystems = optional_string_list(help_text="Push every subscription for these "
+                                         "consumers (used when subscriptionIds is empty).")
+    subscriptionIds = optional_string_list(limit_setting="MAX_BULK_SIZE",
+                                           help_text="Push these subscriptions.")
+
+
+# --- views -----------------------------------------------------------------------------------
 
 
 def subscriptions_response(data: dict | None, *, involving: str | None = None) -> Response:
