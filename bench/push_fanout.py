@@ -2,7 +2,8 @@
 instance, and how long until every subscriber has the new result; the baseline of the push
 fan-out issue. Prints, per topology, the time from the update call to 50 %, 90 %, 99 % and
 100 % of the subscribers, arrivals/s, duplicates, subscribe calls/s with 8 concurrent
-clients, then the raw broker rate and the ratio of each fan-out to it.
+clients (and, as the same server's baseline, monitor/echo calls/s made the same way), then
+the raw broker rate and the ratio of each fan-out to it.
 
     .venv/bin/python bench/push_fanout.py                         # 10 000 subscribers, both
     .venv/bin/python bench/push_fanout.py --subscriptions 200 --topology defaults   # quick
@@ -63,6 +64,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import (  # noqa: E402
+    ECHO,
     INSTANCES,
     ROOT,
     RULES,
@@ -91,6 +93,7 @@ SUBSCRIBE_GOAL = 400.0  # subscribe calls/s with 8 concurrent clients
 GOAL_SUBSCRIBERS = 10_000
 FANOUT_GOAL_SECONDS = {"defaults": 20.0, "production": 10.0}
 RAW_WINDOW = 500
+ECHO_CALLS = 4000  # monitor/echo calls of the subscribe rate's baseline
 FRACTIONS = (0.5, 0.9, 0.99, 1.0)
 NEW, OLD, UNREADABLE, MISADDRESSED = "new", "old", "unreadable", "misaddressed"
 
@@ -274,11 +277,13 @@ def ratio_lines(results: dict[str, tuple[dict, dict]], raw: dict) -> list[str]:
     for topology, (fanout, subscribe) in results.items():
         fanout_rate, raw_rate = fanout["arrivals_per_second"], raw["messages_per_second"]
         ratio = fanout_rate / raw_rate if fanout_rate and raw_rate else None
-        calls = subscribe["calls_per_second"]
+        calls, echo = subscribe["calls_per_second"], subscribe.get("echo_per_second")
+        share = f" ({number_text(calls / echo, 2)} of echo's {number_text(echo)} with the " \
+            "same clients)" if calls and echo else ""
         met = "met" if calls and calls >= SUBSCRIBE_GOAL else "NOT met"
         lines.append(f"{topology:<10}  fan-out arrivals/s / raw broker messages/s "
-                     f"{number_text(ratio, 4)}   subscribe {number_text(calls)} calls/s "
-                     f"goal >= {SUBSCRIBE_GOAL:.0f} with 8 clients {met}")
+                     f"{number_text(ratio, 4)}   subscribe {number_text(calls)} calls/s"
+                     f"{share} goal >= {SUBSCRIBE_GOAL:.0f} with 8 clients {met}")
         lines.append(fanout_goal_line(topology, fanout))
     return lines
 
@@ -569,6 +574,26 @@ def subscribe_once(connection: http.client.HTTPConnection, body: str,
     return 0
 
 
+def echo_slice(port: int, calls: int) -> None:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        for _ in range(calls):
+            connection.request("GET", ECHO)
+            connection.getresponse().read()
+    finally:
+        connection.close()
+
+
+def echo_rate(port: int, clients: int, calls: int = ECHO_CALLS) -> float:
+    """Calls/s of monitor/echo made as the subscribe calls are (the same number of clients,
+    each on a kept-alive connection): the same server's baseline for the subscribe rate,
+    measured in the same run, since this machine's speed drifts."""
+    started = time.monotonic()
+    with ThreadPoolExecutor(clients) as pool:
+        list(pool.map(lambda _: echo_slice(port, calls // clients), range(clients)))
+    return (calls // clients) * clients / (time.monotonic() - started)
+
+
 def subscribe_all(port: int, subscribers: int, clients: int, prefix: str) -> dict:
     slices = subscriber_slices(subscribers, clients)
     started = time.monotonic()
@@ -603,6 +628,7 @@ def measure_topology(topology: str, arguments: argparse.Namespace, logs: Path,
         wait_until_quiet(DATABASE_URL)
         with Listener(prefix, revision) as listener:
             subscribe = subscribe_all(port, arguments.subscriptions, arguments.clients, prefix)
+            subscribe["echo_per_second"] = echo_rate(port, arguments.clients)
             wait_until_quiet(DATABASE_URL)
             fanout = fan_out(port, listener, revision, arguments)
         print(f"  notification deliveries: {delivery_statuses(DATABASE_URL)}", flush=True)

@@ -136,6 +136,9 @@ def test_lines_show_the_figures_and_judge_the_subscribe_goal() -> None:
     assert "2000.0 messages/s" in push_fanout.raw_line(raw)
     ratio, goal = push_fanout.ratio_lines({"defaults": (fanout, subscribe)}, raw)
     assert "0.0005" in ratio and ratio.endswith("met") and "NOT" not in ratio
+    subscribe["echo_per_second"] = 1250.0
+    ratio, _ = push_fanout.ratio_lines({"defaults": (fanout, subscribe)}, raw)
+    assert "subscribe 500.0 calls/s (0.40 of echo's 1250.0 with the same clients)" in ratio
     assert goal.endswith("not judged (fewer than 10000 subscribers)")
     missing = push_fanout.fanout_figures([(10.5, "t/0", NEW)], 10.0, 2)
     assert "in never" in push_fanout.topology_line("defaults", missing, subscribe)
