@@ -53,6 +53,7 @@ class MqttApiServer:
         self._client.on_connect = self._on_connect
         self._client.on_subscribe = self._on_subscribe
         self._client.on_message = self._on_message
+        self._answers, self._answers_lock = 0, threading.Lock()  # shared by the workers
 
     def serve_forever(self) -> None:
         """Connect (retrying while the broker is away) and answer until stop()."""
@@ -65,6 +66,7 @@ class MqttApiServer:
             self._queue.put(None)
         for thread in self._threads:
             thread.join(timeout=settings.MQTT_TIMEOUT_SECONDS)
+        logger.info("MQTT interface: stopped (%d answers published)", self._answers)
 
     def stop(self) -> None:
         self._client.disconnect()
@@ -133,6 +135,8 @@ class MqttApiServer:
         self._client.publish(topic, response_bytes(status=reply.status, trace_id=trace_id,
                                                    receiver=reply.receiver,
                                                    payload=reply.payload), qos=qos)
+        with self._answers_lock:
+            self._answers += 1
 
 
 def _request_topic(topic: str) -> str:

@@ -1,8 +1,8 @@
 """Endpoints the tests start themselves, all on loopback, to receive what the service sends:
 an HTTP sink (`HttpSink`), an MQTT subscriber (`MqttReceiver`), throw-away Mosquitto brokers
-(`mosquitto`), a server that never answers (`SilentTcpServer`), and helpers to wait for them
-(`wait_for`, `free_port`). Checks that the shared services (PostgreSQL, Redis, the main MQTT
-broker) are up are in tests/services.py."""
+(`mosquitto`) and a server that never answers (`SilentTcpServer`). Ports come from
+tests/ports.py, waiting from tests/concurrency.py. Checks that the shared services
+(PostgreSQL, Redis, the main MQTT broker) are up are in tests/services.py."""
 import json
 import queue
 import shutil
@@ -25,8 +25,8 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from notifications.models import NotificationDelivery
 from notifications.transports import http_destination
+from tests.concurrency import WAIT_SECONDS, wait_for
 
-WAIT_SECONDS = 10
 BODY = {"results": [{"serviceInstanceId": "P|svc|1.0.0"}], "warnings": []}
 
 
@@ -40,23 +40,6 @@ def make_delivery(protocol: str = "HTTP", properties: dict[str, Any] | None = No
         "payload": BODY, "next_attempt_at": now, "created_at": now, "updated_at": now,
     }
     return NotificationDelivery.objects.create(**{**values, **fields})
-
-
-def free_port() -> int:
-    """A loopback port that was free a moment ago and has nobody listening on it now."""
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    return port
-
-
-def wait_for(condition: Any, timeout: float = WAIT_SECONDS, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"Timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 # --- HTTP -----------------------------------------------------------------------------------

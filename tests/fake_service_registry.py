@@ -3,10 +3,10 @@ Java DTOs over real HTTP: system-discovery register/revoke and service-discovery
 register/revoke/lookup (§11.6, by instance ids and by service definition names; the
 `identity` lookup needs no identity, §13.2). It records every request and answers with the
 Java response shapes. Tests set the known instances with `put_instance`."""
-import time
 from typing import Any, Callable
 from urllib.parse import unquote
 
+from tests.concurrency import wait_until
 from tests.fake_authentication import error_body, iso, utc_now
 from tests.fake_system import Call, FakeSystem, declared_identity, not_found
 
@@ -40,13 +40,14 @@ class FakeServiceRegistry(FakeSystem):
         return is_identity_lookup(path, body)
 
     def wait_for_calls(self, count: int, timeout: float = 20) -> list[Call]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def arrived() -> bool:
             with self._lock:
-                if len(self.calls) >= count:
-                    return list(self.calls)
-            time.sleep(0.05)
-        raise AssertionError(f"{count} ServiceRegistry calls expected, got {self.calls}")
+                return len(self.calls) >= count
+
+        assert wait_until(arrived, timeout), \
+            f"{count} ServiceRegistry calls expected, got {self.calls}"
+        with self._lock:
+            return list(self.calls)
 
     def lookups(self) -> list[Call]:
         with self._lock:

@@ -16,7 +16,7 @@ from django.conf import settings
 from identity.services import identity_token_issue
 from subscriptions.models import Subscription
 from tests import services
-from tests.endpoints import free_port
+from tests.ports import reserved_port
 from tests.web_server import gunicorn
 from tests.worker import ROOT
 
@@ -92,7 +92,7 @@ class ClientExamplesTests:
     def test_it_runs_provider_operator_and_consumer_end_to_end(self, url, names, tmp_path):
         provider, consumer, service = names["provider"], names["consumer"], names["service"]
         instance_id = f"{provider}|{service}|1.0.0"
-        provider_port = str(free_port())
+        provider_port = str(reserved_port())
         provider_args = ["--url", url, "--system", provider, "--service", service,
                          "--port", provider_port]
         serving = start("provider.py", tmp_path / "provider.log", *provider_args,
@@ -240,12 +240,12 @@ def assert_refused_connection(answer: subprocess.CompletedProcess, port: int) ->
 
 class ClientExamplesUnreachableTests:
     def test_an_unreachable_service_is_one_line_and_exit_1(self):
-        port = free_port()
+        port = reserved_port()
         assert_refused_connection(run("sorch.py", "--url", f"http://127.0.0.1:{port}",
                                       "--system", "Sysop", "rules", "list"), port)
 
     def test_an_unreachable_broker_is_one_line_and_exit_1(self):
-        port = free_port()
+        port = reserved_port()
         answer = run("sorch.py", "--mqtt", f"mqtt://127.0.0.1:{port}", "--system", "Sysop",
                      "subscribe", "--topic", "test/examples/none", "--listen")
         assert answer.returncode == 1
@@ -253,7 +253,7 @@ class ClientExamplesUnreachableTests:
                                  "Connection refused\n")
 
     def test_the_consumer_and_the_provider_report_an_unreachable_service_in_one_line(self):
-        port = free_port()
+        port = reserved_port()
         assert_refused_connection(run("consumer.py", "--url", f"http://127.0.0.1:{port}",
                                       "--system", "C", "--service", "svc"), port)
         assert_refused_connection(run("provider.py", "--url", f"http://127.0.0.1:{port}",

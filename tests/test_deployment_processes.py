@@ -19,8 +19,9 @@ from django.conf import settings
 
 from config.celery import app as celery_app
 from tests import services
+from tests.concurrency import wait_for, wait_until
 from tests.databases import database_exists, throwaway_database
-from tests.endpoints import free_port, wait_for
+from tests.ports import reserved_port
 from tests.worker import ROOT, forget_queues, wait_for_output
 
 DATABASE = "so_deploy_honcho"
@@ -73,9 +74,8 @@ def _started(command: list[str], env: dict[str, str], log_path: Path,
         try:
             process.wait(timeout=30)
         finally:
-            deadline = time.monotonic() + 5
-            while (outlived := _processes_of(queue)) and time.monotonic() < deadline:
-                time.sleep(0.1)
+            wait_until(lambda: not _processes_of(queue), timeout=5, interval=0.1)
+            outlived = _processes_of(queue)
             for pid in outlived:
                 try:
                     os.kill(pid, signal.SIGKILL)
@@ -116,7 +116,7 @@ def _echo(port: int) -> str | None:
 def test_honcho_starts_web_worker_and_beat_on_a_new_database_and_stops_them(queue, tmp_path,
                                                                              mqtt_receiver):
     services.require_postgres()
-    port, log_path = free_port(), tmp_path / "honcho.log"
+    port, log_path = reserved_port(), tmp_path / "honcho.log"
     # The README's steps: install once (three makes at once would each set up the virtualenv).
     subprocess.run(["make", "--silent", "install"], cwd=ROOT, check=True, timeout=600)
     with throwaway_database(DATABASE) as url:

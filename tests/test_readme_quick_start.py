@@ -5,12 +5,12 @@ import os
 import re
 import signal
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
+from tests.concurrency import wait_until
 from tests.web_server import gunicorn
 from tests.worker import ROOT
 
@@ -40,9 +40,7 @@ def test_the_quick_start_works_when_pasted(tmp_path):
                                      stderr=subprocess.STDOUT, start_new_session=True)
         try:
             shell.wait(timeout=60)
-            deadline = time.monotonic() + 20
-            while listened.read_text().count("\n") < 2 and time.monotonic() < deadline:
-                time.sleep(0.1)
+            wait_until(lambda: listened.read_text().count("\n") >= 2, timeout=20)
         finally:
             os.killpg(shell.pid, signal.SIGTERM)  # the listener the block left running
     output = printed.read_text()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.endpoints import free_port
+from tests.ports import reserved_port
 from tests.worker import ROOT, _database_url
 
 
@@ -28,7 +28,7 @@ def gunicorn(env: dict[str, str | None], log_path: Path) -> Iterator[int]:
 def gunicorn_process(env: dict[str, str | None],
                      log_path: Path) -> Iterator[tuple[subprocess.Popen, int]]:
     """As `gunicorn`, yielding the master process too (tests that signal it)."""
-    port = free_port()
+    port = reserved_port()
     environment = {**os.environ, "DATABASE_URL": _database_url(), "HOST": "127.0.0.1",
                    "PORT": str(port), "WEB_CONCURRENCY": "1", "SERVE_STATIC": "false", **env}
     environment = {name: value for name, value in environment.items() if value is not None}

@@ -4,7 +4,7 @@ import pytest
 from django.test import Client
 
 from config.errors import first_validation_message
-from tests.helpers import as_system, assert_error
+from tests.helpers import as_system, assert_error, assert_unauthenticated
 from tests.probe_urls import PROBE
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.probe_urls")]
@@ -49,8 +49,8 @@ class ErrorEnvelopeTests:
 
     def test_it_asks_for_identity_before_revealing_that_a_path_is_unknown(self, api):
         response = api.get("/serviceorchestration/nothing/here")
-        assert_error(response, 401, "AUTH", "No authorization header has been provided",
-                     "GET /serviceorchestration/nothing/here")
+        assert_unauthenticated(response, "GET /serviceorchestration/nothing/here",
+                               "No authorization header has been provided")
         assert response["WWW-Authenticate"] == "Bearer"
 
     def test_it_answers_wrong_method_with_405(self, api):

@@ -11,7 +11,8 @@ import psycopg
 import pytest
 from django.db import connection
 
-from tests.endpoints import SilentTcpServer, free_port
+from tests.endpoints import SilentTcpServer
+from tests.ports import reserved_port
 from tests.web_server import gunicorn
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -43,7 +44,7 @@ class InProcessTests:
                                              "components": {"database": {"status": "UP"}}}
 
     def test_a_broker_that_refuses_is_named_with_its_error(self, client, settings):
-        settings.MQTT_BROKER_URL = f"mqtt://127.0.0.1:{free_port()}"
+        settings.MQTT_BROKER_URL = f"mqtt://127.0.0.1:{reserved_port()}"
         response = client.get(HEALTH)
         assert response.status_code == 503
         body = response.json()
@@ -72,7 +73,7 @@ class InProcessTests:
 @pytest.fixture
 def unmigrated_database():
     """An empty database on the test server, dropped afterwards."""
-    name = f"so_health_{free_port()}"
+    name = f"so_health_{reserved_port()}"
     url = connection.settings_dict
     admin = psycopg.connect(host=url["HOST"] or "127.0.0.1", port=url["PORT"] or 5432,
                             user=url["USER"], dbname="postgres", autocommit=True)
@@ -88,7 +89,7 @@ class ServerTests:
     def test_a_missing_database_and_dead_brokers_are_each_named(self, tmp_path):
         silent = SilentTcpServer()
         env = {"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/so_health_no_such_database",
-               "CELERY_BROKER_URL": f"redis://127.0.0.1:{free_port()}/0",
+               "CELERY_BROKER_URL": f"redis://127.0.0.1:{reserved_port()}/0",
                "MQTT_BROKER_URL": f"mqtt://127.0.0.1:{silent.port}",
                "HEALTH_TIMEOUT_SECONDS": "1"}
         try:

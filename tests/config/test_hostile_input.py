@@ -18,16 +18,8 @@ from django.test import Client, override_settings
 
 from tests.helpers import SYSOP, as_system
 from tests.orchestration.helpers import PULL
-from tests.store.helpers import (
-    CREATE,
-    I_CREATE,
-    I_QUERY,
-    QUERY,
-    http_interface,
-    instance_body,
-    make_instances,
-    make_rules,
-)
+from tests.factories import make_instances, make_rules
+from tests.store.helpers import CREATE, I_CREATE, I_QUERY, QUERY, http_interface, instance_body
 from tests.subscriptions.helpers import SUBSCRIBE
 
 pytestmark = pytest.mark.django_db

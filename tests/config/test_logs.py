@@ -4,7 +4,6 @@ a WARNING naming its subscription and consumer; nothing else warns in a normal r
 import io
 import json
 import logging
-import time
 import urllib.request
 
 import pytest
@@ -12,7 +11,8 @@ from celery.app.trace import LOG_SUCCESS
 
 from config.log_records import JsonFormatter
 from config.request_id import RequestIdLogFilter
-from tests.endpoints import free_port
+from tests.concurrency import wait_until
+from tests.ports import reserved_port
 from tests.web_server import gunicorn
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -47,7 +47,7 @@ class RoutineTaskTests:
 class JsonFormatTests:
     def test_a_record_is_one_json_line_with_the_request_id(self, client, settings):
         settings.AUTHENTICATION_POLICY = "outsourced"  # a request that logs a warning
-        settings.AUTHENTICATION_SERVICE_URL = f"http://127.0.0.1:{free_port()}"
+        settings.AUTHENTICATION_SERVICE_URL = f"http://127.0.0.1:{reserved_port()}"
         settings.AUTHENTICATION_PASSWORD = "secret"
         output = io.StringIO()
         handler = logging.StreamHandler(output)
@@ -97,7 +97,7 @@ def post(port: int, path: str, body: dict, system: str) -> int:
 class EmbeddedRunTests:
     def test_a_run_of_make_run_defaults_logs_json_without_noise(self, tmp_path):
         log = tmp_path / "gunicorn.log"
-        unreachable = free_port()
+        unreachable = reserved_port()
         with gunicorn({"CELERY_BROKER_URL": "", "LOG_FORMAT": "json",
                        "NOTIFICATION_RETRY_BASE_SECONDS": "1"}, log) as port:
             assert post(port, SUBSCRIBE, {
@@ -105,11 +105,11 @@ class EmbeddedRunTests:
                 "notifyInterface": {"protocol": "HTTP", "properties": {
                     "address": "127.0.0.1", "port": unreachable, "method": "POST",
                     "path": "/notify"}}}, "Car1") == 201
-            deadline = time.monotonic() + 30
-            while log.read_text().count("Notification delivery") < 2:  # two attempts
-                assert time.monotonic() < deadline, log.read_text()[-3000:]
-                time.sleep(0.2)
-            time.sleep(3)  # the periodic tasks (every 2 s and 5 s) run meanwhile
+            # Three attempts: without a broker the retries are the sweeper's (every 5 s), so
+            # it ran twice, and the tasks every 2 s ran between those runs.
+            assert wait_until(
+                lambda: log.read_text().count("Notification delivery") >= 3, timeout=40), \
+                log.read_text()[-3000:]
         entries = [json.loads(line) for line in log.read_text().splitlines()]
         assert any(e["logger"] == "gunicorn.error" and "Booting worker" in e["message"]
                    for e in entries)

@@ -28,8 +28,10 @@ from notifications.models import NotificationDelivery
 from notifications.services import delivery_send
 from serviceregistry import client, peers
 from subscriptions.models import Subscription
-from tests.endpoints import free_port, make_delivery
-from tests.helpers import as_system, assert_error
+from tests.concurrency import run_together, wait_for
+from tests.endpoints import make_delivery
+from tests.factories import make_rules, make_subscription
+from tests.helpers import as_system, assert_error, assert_unauthenticated
 from tests.identity.test_authorization_policy import (  # noqa: F401 (ca is a fixture)
     NAME,
     STORE,
@@ -37,7 +39,7 @@ from tests.identity.test_authorization_policy import (  # noqa: F401 (ca is a fi
     create,
 )
 from tests.orchestration.helpers import PULL, pull
-from tests.store.helpers import make_rules
+from tests.ports import reserved_port
 from tests.subscriptions.helpers import UNSUBSCRIBE, subscribe, subscription_body
 from tests.web_server import gunicorn_process
 from tests.worker import forget_queues, start_worker, stop_worker, worker_environment
@@ -147,7 +149,7 @@ class TokenTests:
     def test_it_answers_401_without_the_token(self, api, token, authorization):
         headers = {"HTTP_AUTHORIZATION": authorization} if authorization else {}
         response = api.get(METRICS, **headers)
-        assert_error(response, 401, "AUTH", TOKEN_MISSING, f"GET {METRICS}")
+        assert_unauthenticated(response, f"GET {METRICS}", TOKEN_MISSING)
         assert response["WWW-Authenticate"] == "Bearer"
 
     def test_it_answers_with_the_token(self, api, token):
@@ -221,7 +223,7 @@ class SubscriptionMetricsTests:
 
 class RouteLabelTests:
     def test_path_ids_do_not_become_labels(self, api, metrics_on):
-        subscription_id = subscribe(api, subscription_body()).content.decode()
+        subscription_id = make_subscription(api)
         unknown_id = str(uuid.uuid4())
         assert api.delete(f"{UNSUBSCRIBE}/{subscription_id}",
                           **as_system("TemperatureConsumer")).status_code == 200
@@ -261,7 +263,7 @@ class OutboundMetricsTests:
 
     def test_an_unreachable_consumer_authorization_counts_as_failed(self, api, metrics_on, ca,
                                                                     settings):
-        settings.CONSUMER_AUTHORIZATION_URL = f"http://127.0.0.1:{free_port()}"
+        settings.CONSUMER_AUTHORIZATION_URL = f"http://127.0.0.1:{reserved_port()}"
         before = scrape(api)
         assert create(api).status_code == 403
         after = scrape(api)
@@ -269,7 +271,7 @@ class OutboundMetricsTests:
                 self._calls(after, "failed") - self._calls(before, "failed")) == (0, 1)
 
     def test_a_failed_service_registry_call_counts_as_failed(self, api, metrics_on, settings):
-        settings.SERVICE_REGISTRY_URL = f"http://127.0.0.1:{free_port()}"
+        settings.SERVICE_REGISTRY_URL = f"http://127.0.0.1:{reserved_port()}"
         peers.opener.cache_clear()
         name = f"{PREFIX}_outbound_calls_total"
         labels = {"system": "ServiceRegistry", "operation": "systemDiscovery/revoke",
@@ -421,11 +423,7 @@ def _echo_until_both_workers_served(port: int, directory: Path, master: int) -> 
 
     deadline = time.monotonic() + 60
     while True:
-        threads = [threading.Thread(target=echo_batch) for _ in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        assert run_together(*[echo_batch] * 4) == [None] * 4
         workers = {pid for pid, count in _echo_counts_by_process(directory).items()
                    if count and pid not in (master, os.getpid())}
         if len(workers) >= 2:
@@ -441,7 +439,5 @@ def _deliver_on_the_worker(http_sink, queue: str) -> None:
             args=[str(delivery.id)], kwargs={"protocol": "HTTP"}, queue=f"{queue}.http")
     finally:
         celery_app.conf.task_always_eager = eager
-    deadline = time.monotonic() + 30
-    while NotificationDelivery.objects.get(id=delivery.id).status != "DELIVERED":
-        assert time.monotonic() < deadline, "the worker did not deliver"
-        time.sleep(0.1)
+    wait_for(lambda: NotificationDelivery.objects.get(id=delivery.id).status == "DELIVERED",
+             timeout=30, what="the worker to deliver")

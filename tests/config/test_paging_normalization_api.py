@@ -4,7 +4,8 @@ tests/general/test_logs_api.py, which keeps the log table quiet.)"""
 import pytest
 
 from tests.helpers import SYSOP, as_system
-from tests.store.helpers import I_QUERY, QUERY, instance_body, make_instances, make_rules
+from tests.factories import make_instances, make_rules
+from tests.store.helpers import I_QUERY, QUERY, instance_body
 from tests.subscriptions.helpers import PUSH_QUERY, SUBSCRIPTION_QUERY, subscribe, subscription_body
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,8 @@ from config.scheduler import (
     start_in_process_scheduler,
     stop_in_process_scheduler,
 )
-from tests.endpoints import make_delivery, wait_for
+from tests.concurrency import wait_for
+from tests.endpoints import make_delivery
 
 probe_runs: list[str] = []
 

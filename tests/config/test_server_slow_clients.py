@@ -14,6 +14,7 @@ from contextlib import contextmanager
 import pytest
 from django.core.management import call_command
 
+from tests.concurrency import wait_until
 from tests.orchestration.helpers import PULL
 from tests.web_server import gunicorn
 
@@ -82,9 +83,7 @@ class Dripper:
         return data == b""
 
     def wait_all_closed(self) -> None:
-        deadline = time.monotonic() + PATIENCE
-        while len(self.closed_after) < len(self.sockets) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(lambda: len(self.closed_after) >= len(self.sockets), PATIENCE)
 
     def close(self) -> None:
         self._stop.set()

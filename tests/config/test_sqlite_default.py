@@ -6,14 +6,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-import pytest
-
+from tests.concurrency import wait_until
 from tests.web_server import gunicorn
 from tests.worker import ROOT
 
@@ -77,14 +75,15 @@ def test_the_sqlite_default_serves_parallel_clients_without_errors(tmp_path, mqt
         # The history on SQLite (no count triggers, the serializer's rows): every pull, each
         # written just after its answer by the process that answered it (docs/history.md).
         pulls = sum(kind == "pull" for kind, _, _ in results)
-        deadline = time.monotonic() + 10
-        while True:
+        history = None
+
+        def history_written() -> bool:
+            nonlocal history
             history = _post(port, f"{API}/mgmt/history/query",
                             {"type": "PULL", "pagination": {"page": 0, "size": 5}}, "Sysop")
-            if history[0] != 200 or json.loads(history[1])["count"] >= pulls \
-                    or time.monotonic() > deadline:
-                break
-            time.sleep(0.1)
+            return history[0] != 200 or json.loads(history[1])["count"] >= pulls
+
+        wait_until(history_written, timeout=10, interval=0.1)
 
     log = log_path.read_text()
     failures = [result for result in results if result[1] >= 500]

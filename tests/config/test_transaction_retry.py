@@ -11,7 +11,8 @@ from config.exceptions import Locked
 from config.transaction_retry import CONFLICT_MESSAGE, is_conflict, retry_on_conflict
 from store.models import Rule
 from tests.helpers import SYSOP, assert_error
-from tests.store.helpers import MODIFY, make_rules
+from tests.factories import make_rules
+from tests.store.helpers import MODIFY
 
 
 def wrapped(cause: Exception, error_class=OperationalError) -> Exception:

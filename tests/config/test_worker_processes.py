@@ -5,7 +5,6 @@ worker process (prefork, one child, as `make worker-main`), the real Redis and t
 database, watched through pg_stat_activity and the worker's log."""
 import subprocess
 import sys
-import time
 import uuid
 
 import pytest
@@ -14,6 +13,7 @@ from django.db import connection
 
 from config.celery import app as celery_app
 from tests import services
+from tests.concurrency import wait_until
 from tests.worker import ROOT, _database_url, _wait_until_ready, forget_queues, stop_worker
 from tests.worker import worker_environment
 
@@ -61,12 +61,8 @@ def _run_task(name: str, queue: str, log) -> list[int]:
     done = log.read_text().count("succeeded")
     celery_app.send_task("notifications.deliver_batch", args=[[str(uuid.uuid4())]],
                          queue=queue)
-    deadline = time.monotonic() + 30
-    while log.read_text().count("succeeded") == done:
-        if time.monotonic() > deadline:
-            pytest.fail(f"the task did not succeed:\n{log.read_text()[-3000:]}",
-                        pytrace=False)
-        time.sleep(0.05)
+    if not wait_until(lambda: log.read_text().count("succeeded") != done, timeout=30):
+        pytest.fail(f"the task did not succeed:\n{log.read_text()[-3000:]}", pytrace=False)
     return sorted(pid for pid, _, _ in _backends(name))
 
 
@@ -93,9 +89,6 @@ class WorkerConnectionTests:
 class WorkerSnapshotTests:
     def test_a_pool_process_loads_its_pull_snapshot_when_it_starts(self, worker):
         name, log, queue = worker
-        deadline = time.monotonic() + 30
-        while "Pull snapshot loaded" not in log.read_text():
-            if time.monotonic() > deadline:
-                pytest.fail(f"no snapshot loaded:\n{log.read_text()[-3000:]}", pytrace=False)
-            time.sleep(0.05)
+        if not wait_until(lambda: "Pull snapshot loaded" in log.read_text(), timeout=30):
+            pytest.fail(f"no snapshot loaded:\n{log.read_text()[-3000:]}", pytrace=False)
         assert "succeeded" not in log.read_text()  # before any task asked for it

@@ -9,7 +9,7 @@ import pytest
 
 from tests import services
 from tests.databases import database_exists, maintenance, throwaway_database
-from tests.endpoints import free_port
+from tests.ports import reserved_port
 from tests.worker import ROOT
 
 NAME = "so_deploy_ensure"
@@ -50,7 +50,7 @@ class EnsureDatabaseTests:
         assert not (tmp_path / "db.sqlite3").exists()
 
     def test_it_explains_a_server_it_cannot_reach(self):
-        result = _manage(f"postgres://postgres@127.0.0.1:{free_port()}/{NAME}",
+        result = _manage(f"postgres://postgres@127.0.0.1:{reserved_port()}/{NAME}",
                          "ensure_database")
         assert result.returncode == 1
         assert result.stderr.startswith(f"CommandError: Cannot connect to database {NAME}: ")

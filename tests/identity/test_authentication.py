@@ -5,7 +5,7 @@ from django.utils import timezone
 
 from identity.models import IdentityToken
 from identity.services import identity_token_issue
-from tests.helpers import as_system, assert_error, with_token
+from tests.helpers import as_system, assert_error, assert_unauthenticated, with_token
 from tests.probe_urls import PROBE
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.probe_urls")]
@@ -17,11 +17,6 @@ ORIGIN = f"GET {WHOAMI}"
 def get_whoami(api, header: str | None):
     extra = {} if header is None else {"HTTP_AUTHORIZATION": header}
     return api.get(WHOAMI, **extra)
-
-
-def assert_unauthenticated(response, message: str = "Invalid authorization header") -> None:
-    assert_error(response, 401, "AUTH", message, ORIGIN)
-    assert response["WWW-Authenticate"] == "Bearer"
 
 
 class DeclaredPolicyTests:
@@ -44,7 +39,7 @@ class DeclaredPolicyTests:
 
     @pytest.mark.parametrize("header", [None, "", "   "])
     def test_it_refuses_a_missing_header(self, api, header):
-        assert_unauthenticated(get_whoami(api, header),
+        assert_unauthenticated(get_whoami(api, header), ORIGIN,
                                "No authorization header has been provided")
 
     @pytest.mark.parametrize("header", [
@@ -61,7 +56,7 @@ class DeclaredPolicyTests:
         "Bearer",
     ])
     def test_it_refuses_an_invalid_header(self, api, header):
-        assert_unauthenticated(get_whoami(api, header))
+        assert_unauthenticated(get_whoami(api, header), ORIGIN)
 
     def test_it_refuses_a_declared_name_that_breaks_the_naming_convention(self, api):
         response = get_whoami(api, "Bearer SYSTEM//inv@lid")
@@ -104,29 +99,30 @@ class TokenPolicyTests:
 
     def test_it_refuses_an_unknown_token(self, api):
         self.issue()
-        assert_unauthenticated(api.get(WHOAMI, **with_token("not-a-token")))
+        assert_unauthenticated(api.get(WHOAMI, **with_token("not-a-token")), ORIGIN)
 
     def test_it_refuses_an_expired_token(self, api):
         raw = self.issue()
         IdentityToken.objects.update(expires_at=timezone.now() - dt.timedelta(seconds=1))
-        assert_unauthenticated(api.get(WHOAMI, **with_token(raw)))
+        assert_unauthenticated(api.get(WHOAMI, **with_token(raw)), ORIGIN)
 
     def test_it_refuses_a_revoked_token(self, api):
         raw = self.issue()
         IdentityToken.objects.update(revoked_at=timezone.now())
-        assert_unauthenticated(api.get(WHOAMI, **with_token(raw)))
+        assert_unauthenticated(api.get(WHOAMI, **with_token(raw)), ORIGIN)
 
     def test_it_refuses_a_token_of_a_deactivated_identity(self, api):
         raw = self.issue()
         IdentityToken.objects.get().user.__class__.objects.update(is_active=False)
-        assert_unauthenticated(api.get(WHOAMI, **with_token(raw)))
+        assert_unauthenticated(api.get(WHOAMI, **with_token(raw)), ORIGIN)
 
     def test_it_refuses_a_declared_identity(self, api):
         self.issue("Consumer")
-        assert_unauthenticated(api.get(WHOAMI, **as_system("Consumer")))
+        assert_unauthenticated(api.get(WHOAMI, **as_system("Consumer")), ORIGIN)
 
     def test_it_refuses_a_missing_header(self, api):
-        assert_unauthenticated(api.get(WHOAMI), "No authorization header has been provided")
+        assert_unauthenticated(api.get(WHOAMI), ORIGIN,
+                               "No authorization header has been provided")
 
     def test_it_keeps_earlier_tokens_of_a_system_valid(self, api):
         first, second = self.issue(), self.issue()

@@ -4,13 +4,12 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from django.contrib.auth.models import Permission
 from django.core.cache import cache
 
 from identity import outsourced
-from identity.models import User
+from tests.factories import grant
 from tests.fake_authentication import FakeAuthentication
-from tests.helpers import assert_error, with_token
+from tests.helpers import assert_error, assert_forbidden, assert_unauthenticated, with_token
 from tests.orchestration.helpers import PULL
 from tests.probe_urls import PROBE
 
@@ -59,12 +58,6 @@ def pull(api, token: str):
     return api.post(PULL, {}, format="json", **with_token(token))
 
 
-def assert_unauthenticated(response, path: str = WHOAMI, method: str = "GET",
-                           message: str = "Invalid authorization header") -> None:
-    assert_error(response, 401, "AUTH", message, f"{method} {path}")
-    assert response["WWW-Authenticate"] == "Bearer"
-
-
 def assert_unavailable(response, reason: str) -> None:
     assert_error(response, 503, "EXTERNAL_SERVER_ERROR", UNAVAILABLE + reason, f"POST {PULL}")
 
@@ -86,13 +79,11 @@ class OutsourcedIdentityTests:
         fake.add_identity("t-other", "Other")
         assert api.get(MGMT_WITHOUT_PERMISSION, **with_token("t-admin")).status_code == 200
         response = api.get(MGMT_WITHOUT_PERMISSION, **with_token("t-other"))
-        assert_error(response, 403, "FORBIDDEN", "Requester has no management permission",
-                     f"GET {MGMT_WITHOUT_PERMISSION}")
+        assert_forbidden(response, f"GET {MGMT_WITHOUT_PERMISSION}")
 
     def test_it_applies_django_permissions_to_the_verified_system(self, api, fake, settings):
         settings.MANAGEMENT_POLICY = "permission"
-        user = User.objects.create(username="Manager")
-        user.user_permissions.add(Permission.objects.get(codename="view_identitytoken"))
+        grant("Manager", "view_identitytoken")
         fake.add_identity("t-manager", "manager")
         assert api.get(MGMT_WITH_PERMISSION, **with_token("t-manager")).status_code == 200
 
@@ -101,18 +92,18 @@ class OutsourcedIdentityTests:
         assert pull(api, "t-1").status_code == 200
 
     def test_it_refuses_a_token_the_authentication_system_does_not_verify(self, api, fake):
-        assert_unauthenticated(whoami(api, "unknown"))
-        assert_unauthenticated(pull(api, "unknown"), PULL, "POST")
+        assert_unauthenticated(whoami(api, "unknown"), f"GET {WHOAMI}")
+        assert_unauthenticated(pull(api, "unknown"), f"POST {PULL}")
         assert fake.verifications == 1  # the negative answer is cached too
 
     def test_it_refuses_a_verified_token_whose_session_has_expired(self, api, fake):
         # The reference verifies such tokens until its cleaner runs (quirk Q8).
         fake.add_identity("t-old", "Consumer", expires_in=-1)
-        assert_unauthenticated(whoami(api, "t-old"))
+        assert_unauthenticated(whoami(api, "t-old"), f"GET {WHOAMI}")
 
     def test_it_refuses_a_missing_header(self, api, fake):
-        assert_unauthenticated(api.get(WHOAMI),
-                               message="No authorization header has been provided")
+        assert_unauthenticated(api.get(WHOAMI), f"GET {WHOAMI}",
+                               "No authorization header has been provided")
         assert fake.logins == fake.verifications == 0
 
     @pytest.mark.parametrize("header", [
@@ -121,7 +112,7 @@ class OutsourcedIdentityTests:
     ])
     def test_it_refuses_an_invalid_header(self, api, fake, header):
         fake.add_identity("t-1", "Consumer")
-        assert_unauthenticated(api.get(WHOAMI, HTTP_AUTHORIZATION=header))
+        assert_unauthenticated(api.get(WHOAMI, HTTP_AUTHORIZATION=header), f"GET {WHOAMI}")
         assert fake.verifications == 0
 
 
@@ -130,20 +121,20 @@ class AuthenticationUnavailableTests:
         fake.add_identity("t-1", "Consumer")
         fake.stop()
         assert_unavailable(pull(api, "t-1"), "identity-login failed: Connection refused")
-        assert_unauthenticated(whoami(api, "t-1"))
+        assert_unauthenticated(whoami(api, "t-1"), f"GET {WHOAMI}")
 
     def test_it_answers_503_on_pull_and_401_elsewhere_when_the_system_fails(self, api, fake):
         fake.add_identity("t-1", "Consumer")
         fake.fail_with = 500
         assert_unavailable(pull(api, "t-1"), "identity-login answered HTTP 500")
-        assert_unauthenticated(whoami(api, "t-1"))
+        assert_unauthenticated(whoami(api, "t-1"), f"GET {WHOAMI}")
 
     def test_it_answers_503_when_verify_fails_after_login(self, api, fake):
         fake.add_identity("t-1", "Consumer")
         assert whoami(api, "t-1").status_code == 200
         fake.fail_with = 503
         assert_unavailable(pull(api, "t-2"), "identity-verify answered HTTP 503")
-        assert_unauthenticated(whoami(api, "t-2"))
+        assert_unauthenticated(whoami(api, "t-2"), f"GET {WHOAMI}")
 
     def test_it_answers_503_on_pull_and_401_elsewhere_when_our_login_is_refused(
             self, api, fake, settings):
@@ -151,7 +142,7 @@ class AuthenticationUnavailableTests:
         fake.add_identity("t-1", "Consumer")
         assert_unavailable(pull(api, "t-1"),
                            f"identity-login refused our credentials (system {OUR_NAME})")
-        assert_unauthenticated(whoami(api, "t-1"))
+        assert_unauthenticated(whoami(api, "t-1"), f"GET {WHOAMI}")
 
     def test_it_answers_503_when_the_answer_is_not_json(self, api, settings, http_sink):
         settings.AUTHENTICATION_SERVICE_URL = f"http://127.0.0.1:{http_sink.port}"
@@ -272,5 +263,5 @@ class VerificationCacheTests:
         assert whoami(api, "t-1").status_code == 200
         assert fake.verifications == 1
         time.sleep(3.1)
-        assert_unauthenticated(whoami(api, "t-1"))
+        assert_unauthenticated(whoami(api, "t-1"), f"GET {WHOAMI}")
         assert fake.verifications == 2

@@ -8,7 +8,6 @@ import ssl
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 from paho.mqtt.client import Client
 from paho.mqtt.enums import CallbackAPIVersion
 
+from tests.concurrency import wait_until
 from tests.worker import ROOT, _database_url
 
 SHARED = "Shared|temperatureInfo|1.0.0"  # the instance of the `catalog` fixture, Car1's rule
@@ -43,13 +43,14 @@ class Api:
         self.wait_ready(1)
 
     def wait_ready(self, times: int) -> None:
-        deadline = time.monotonic() + 30
-        while self.log.read_text().count("ready (operation topics subscribed)") < times:
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                pytest.fail(f"the MQTT interface is not ready:\n{self.log.read_text()[-3000:]}",
-                            pytrace=False)
-            time.sleep(0.05)
+        def ready() -> bool:
+            return (self.log.read_text().count("ready (operation topics subscribed)") >= times
+                    or self.process.poll() is not None)
+
+        if not wait_until(ready, timeout=30) or self.process.poll() is not None:
+            self.stop()
+            pytest.fail(f"the MQTT interface is not ready:\n{self.log.read_text()[-3000:]}",
+                        pytrace=False)
 
     def stop(self) -> None:
         self.process.terminate()

@@ -7,7 +7,8 @@ from django.core.management import call_command
 
 from tests.endpoints import broker_state_directory
 from tests.mqtt_api.clients import SHARED
-from tests.store.helpers import instance_body, make_instances, make_rules
+from tests.factories import make_instances, make_rules
+from tests.store.helpers import instance_body
 
 
 @pytest.fixture

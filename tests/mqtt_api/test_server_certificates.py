@@ -8,8 +8,9 @@ import pytest
 from paho.mqtt.client import Client
 from paho.mqtt.enums import CallbackAPIVersion
 
-from tests.endpoints import free_port, mosquitto
+from tests.endpoints import mosquitto
 from tests.mqtt_api.clients import PULL_BODY, SHARED, Api, Caller, presented
+from tests.ports import reserved_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,7 +27,7 @@ def certificate_settings(directory) -> dict[str, str]:
 class CloudBrokerTests:
     def test_systems_are_known_by_the_certificates_they_present(self, catalog, base, tmp_path,
                                                                 cloud_certificates):
-        port, certificates = free_port(), cloud_certificates
+        port, certificates = reserved_port(), cloud_certificates
         with mosquitto(port, tls=certificates):
             api = Api(port, base, tmp_path / "api.log",
                       MQTT_BROKER_URL=f"mqtts://127.0.0.1:{port}",
@@ -55,7 +56,7 @@ class CloudBrokerTests:
 
     def test_the_broker_admits_no_client_without_a_certificate_of_the_cloud(
             self, cloud_certificates):
-        port, certificates = free_port(), cloud_certificates
+        port, certificates = reserved_port(), cloud_certificates
         with mosquitto(port, tls=certificates):
             assert connects(port, certificates / "ca.pem", certificates / "Car1")
             for holder in (None, certificates / "untrusted" / "Impostor"):

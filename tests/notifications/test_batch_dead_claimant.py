@@ -14,7 +14,8 @@ from config.celery import app as celery_app
 from notifications.models import NotificationDelivery
 from notifications.sweeping import deliveries_sweep
 from notifications.tasks import deliver_batch_task
-from tests.endpoints import MqttReceiver, make_delivery, wait_for
+from tests.concurrency import wait_for
+from tests.endpoints import MqttReceiver, make_delivery
 from tests.notifications.test_dead_claimant import LEASE, _forget_unacked
 from tests.worker import forget_queues, start_worker, stop_worker, worker_environment
 

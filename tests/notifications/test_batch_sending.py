@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from notifications.batch_sending import deliveries_send
 from notifications.models import NotificationDelivery
-from tests.endpoints import MqttReceiver, free_port, make_delivery, mosquitto
+from tests.endpoints import MqttReceiver, make_delivery, mosquitto
+from tests.ports import reserved_port
 
 pytestmark = pytest.mark.django_db
 
@@ -40,7 +41,7 @@ class BatchSendingTests:
                               next_attempt_at=timezone.now() + timedelta(hours=1))
         taken = make_delivery("MQTT", {"topic": mqtt_receiver.topic}, status=Status.SENDING,
                               claimed_at=timezone.now())
-        http = make_delivery("HTTP", {"address": "127.0.0.1", "port": free_port()})
+        http = make_delivery("HTTP", {"address": "127.0.0.1", "port": reserved_port()})
         statuses = deliveries_send([due.id, later.id, taken.id, http.id, "not-a-uuid",
                                     uuid.uuid4()])
         assert statuses == {due.id: Status.DELIVERED}
@@ -77,7 +78,7 @@ class BatchSendingTests:
         assert waiting.attempts == 0 and "older notification" in waiting.last_error
 
     def test_an_unreachable_broker_leaves_them_due_later(self, settings):
-        settings.MQTT_BROKER_URL = f"mqtt://127.0.0.1:{free_port()}"
+        settings.MQTT_BROKER_URL = f"mqtt://127.0.0.1:{reserved_port()}"
         settings.NOTIFICATION_RETRY_BASE_SECONDS = 3
         deliveries = [make_delivery("MQTT", {"topic": f"test/unreachable/{n}"})
                       for n in range(3)]
@@ -89,7 +90,7 @@ class BatchSendingTests:
 
     def test_failures_with_one_cause_are_one_warning_naming_each_subscriber(self, settings,
                                                                             caplog):
-        settings.MQTT_BROKER_URL = f"mqtt://127.0.0.1:{free_port()}"
+        settings.MQTT_BROKER_URL = f"mqtt://127.0.0.1:{reserved_port()}"
         deliveries = [make_delivery("MQTT", {"topic": f"test/unreachable/{n}"})
                       for n in range(12)]
         with caplog.at_level("WARNING", logger="notifications.services"):
@@ -114,7 +115,7 @@ class BrokerOutageTests:
         """The process's connection is open when the broker goes away; the next batch fails
         (due later), and once a broker is back on the port each subscriber gets its newest
         notification."""
-        port = free_port()
+        port = reserved_port()
         settings.MQTT_BROKER_URL = f"mqtt://127.0.0.1:{port}"
         settings.NOTIFICATION_RETRY_BASE_SECONDS = 1
         topic = f"test/{uuid.uuid4().hex}"

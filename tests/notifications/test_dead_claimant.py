@@ -4,7 +4,6 @@ never handed to a second sender."""
 import json
 import os
 import signal
-import time
 import uuid
 
 import pytest
@@ -16,7 +15,8 @@ from notifications.models import NotificationDelivery
 from notifications.services import LEASE_EXPIRED
 from notifications.sweeping import deliveries_sweep
 from notifications.tasks import deliver_task
-from tests.endpoints import make_delivery, wait_for
+from tests.concurrency import wait_for, wait_until
+from tests.endpoints import make_delivery
 from tests.worker import forget_queues, start_worker, stop_worker, worker_environment
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -98,10 +98,11 @@ class DeadClaimantTests:
         send_on(queue, delivery)
         wait_for(lambda: http_sink.requests, what="the worker's request")
 
-        deadline = time.monotonic() + 4 * LEASE + 20
-        while status_of(delivery) == Status.SENDING and time.monotonic() < deadline:
+        def sent() -> bool:
             deliveries_sweep()  # sweeping all along: the claim must never look dead
-            time.sleep(0.2)
+            return status_of(delivery) != Status.SENDING
+
+        wait_until(sent, timeout=4 * LEASE + 20, interval=0.2)
         delivery.refresh_from_db()
         assert (delivery.status, delivery.attempts) == (Status.DELIVERED, 1)
         assert delivery.last_error != LEASE_EXPIRED

@@ -3,7 +3,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import threading
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -17,7 +16,9 @@ from django.utils import timezone
 from notifications.models import NotificationDelivery
 from notifications.services import deliveries_cancel, delivery_create, delivery_send
 from notifications.sweeping import deliveries_sweep
-from tests.endpoints import BODY, free_port, make_delivery, wait_for
+from tests.concurrency import Background, wait_for
+from tests.endpoints import BODY, make_delivery
+from tests.ports import reserved_port
 
 pytestmark = pytest.mark.django_db
 
@@ -116,7 +117,7 @@ def _create_in_process_with_dead_broker(properties: dict) -> subprocess.Complete
     """)
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings",
            "DATABASE_URL": database_url,
-           "CELERY_BROKER_URL": f"redis://127.0.0.1:{free_port()}/0"}
+           "CELERY_BROKER_URL": f"redis://127.0.0.1:{reserved_port()}/0"}
     return subprocess.run([sys.executable, "-c", script], cwd=PROJECT, env=env,
                           capture_output=True, text=True, timeout=60)
 
@@ -142,19 +143,9 @@ class DeliveriesCancelInFlightTests:
     def test_it_keeps_an_in_flight_failure_from_reviving_a_cancelled_delivery(self, http_sink):
         http_sink.status, http_sink.delay = 503, 0.5
         delivery = make_delivery("HTTP", http_sink.properties())
-        results = []
-
-        def worker() -> None:
-            try:
-                results.append(delivery_send(delivery.id))
-            finally:
-                connection.close()
-
-        thread = threading.Thread(target=worker)
-        thread.start()
+        worker = Background(lambda: delivery_send(delivery.id))
         wait_for(lambda: http_sink.requests, what="the request to reach the sink")
         deliveries_cancel(subscription_ids=[delivery.subscription_id], reason="Unsubscribed")
-        thread.join(timeout=30)
-        assert results == [Status.CANCELLED]
+        assert worker.outcome(30) == Status.CANCELLED
         delivery.refresh_from_db()
         assert (delivery.status, delivery.last_error) == (Status.CANCELLED, "Unsubscribed")

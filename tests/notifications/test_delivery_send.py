@@ -1,16 +1,16 @@
 """delivery_send: one claimed attempt and its recorded outcome, against real endpoints."""
 import json
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from notifications import services
 from notifications.models import NotificationDelivery
 from notifications.services import delivery_send, retry_delay_seconds
-from tests.endpoints import BODY, free_port, make_delivery
+from tests.concurrency import run_together
+from tests.endpoints import BODY, make_delivery
+from tests.ports import reserved_port
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +30,7 @@ class DeliverySendMqttTests:
         assert delivery.delivered_at is not None
 
     def test_it_retries_later_when_the_broker_is_unreachable(self, settings):
-        settings.MQTT_BROKER_URL = f"mqtt://127.0.0.1:{free_port()}"
+        settings.MQTT_BROKER_URL = f"mqtt://127.0.0.1:{reserved_port()}"
         settings.NOTIFICATION_RETRY_BASE_SECONDS = 3
         delivery = make_delivery("MQTT", {"topic": "test/unreachable"})
         before = timezone.now()
@@ -142,20 +142,7 @@ class DeliverySendConcurrencyTests:
     def test_it_sends_once_when_two_workers_claim_the_same_delivery(self, http_sink):
         http_sink.delay = 0.3  # the first send is still in flight when the second one tries
         delivery = make_delivery("HTTP", http_sink.properties())
-        barrier, results = threading.Barrier(2), []
-
-        def worker() -> None:
-            try:
-                barrier.wait()
-                results.append(delivery_send(delivery.id))
-            finally:
-                connection.close()
-
-        threads = [threading.Thread(target=worker) for _ in range(2)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=30)
+        results = run_together(*[lambda: delivery_send(delivery.id)] * 2)
         assert len(http_sink.requests) == 1
         assert sorted(results) == [Status.DELIVERED, Status.SENDING]
         delivery.refresh_from_db()

@@ -3,20 +3,21 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from datetime import timedelta
 
 import pytest
 from django.conf import settings as django_settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from notifications.destinations import destination_admit
 from notifications.models import NotificationDelivery, NotificationDestination
 from notifications.services import delivery_send
 from notifications.transports import TransportError, http_destination, send
-from tests.endpoints import BODY, SilentTcpServer, free_port, make_delivery
+from tests.concurrency import run_together
+from tests.endpoints import BODY, SilentTcpServer, make_delivery
+from tests.ports import reserved_port
 
 pytestmark = pytest.mark.django_db
 
@@ -47,7 +48,7 @@ class ConcurrencyLimitTests:
     def test_it_does_not_limit_other_destinations_or_mqtt(self, settings, http_sink,
                                                          mqtt_receiver):
         settings.NOTIFY_DESTINATION_MAX_IN_FLIGHT = 1
-        busy = {"address": "127.0.0.1", "port": free_port(), "method": "POST", "path": "/"}
+        busy = {"address": "127.0.0.1", "port": reserved_port(), "method": "POST", "path": "/"}
         make_delivery("HTTP", busy, status=Status.SENDING, claimed_at=timezone.now(),
                       heartbeat_at=timezone.now())
         assert delivery_send(make_delivery("HTTP", http_sink.properties()).id) == \
@@ -155,21 +156,7 @@ class ConcurrencyLimitAcrossConnectionsTests:
         server = SilentTcpServer()
         try:
             deliveries = [make_delivery("HTTP", server.properties()) for _ in range(6)]
-            start = threading.Barrier(len(deliveries))
-            results: list[str] = []
-
-            def sender(delivery: NotificationDelivery) -> None:
-                try:
-                    start.wait()
-                    results.append(delivery_send(delivery.id))
-                finally:
-                    connection.close()
-
-            threads = [threading.Thread(target=sender, args=(d,)) for d in deliveries]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join(timeout=30)
+            results = run_together(*(lambda d=d: delivery_send(d.id) for d in deliveries))
         finally:
             server.close()
         assert server.accepted == 2 and server.most_open <= 2

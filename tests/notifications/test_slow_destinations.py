@@ -8,7 +8,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from notifications.models import NotificationDelivery, NotificationDestination
-from tests.endpoints import MqttReceiver, SilentTcpServer, wait_for
+from tests.concurrency import wait_for
+from tests.endpoints import MqttReceiver, SilentTcpServer
 from tests.subscriptions.helpers import mqtt_notify, subscribe, subscription_body
 
 pytestmark = pytest.mark.django_db(transaction=True)

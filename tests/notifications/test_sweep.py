@@ -11,7 +11,9 @@ from notifications.models import NotificationDelivery
 from notifications.services import delivery_send
 from notifications.sweeping import deliveries_sweep
 from notifications.tasks import sweep_task
-from tests.endpoints import BODY, MqttReceiver, free_port, make_delivery, mosquitto, wait_for
+from tests.concurrency import wait_for
+from tests.endpoints import BODY, MqttReceiver, make_delivery, mosquitto
+from tests.ports import reserved_port
 
 pytestmark = pytest.mark.django_db
 
@@ -105,7 +107,7 @@ class BrokerOutageTests:
     def test_it_delivers_once_the_broker_is_back(self, settings):
         """The broker is down at the first attempt; a real Mosquitto then starts on its port
         and the sweep delivers the retry."""
-        port = free_port()
+        port = reserved_port()
         settings.MQTT_BROKER_URL = f"mqtt://127.0.0.1:{port}"
         settings.NOTIFICATION_RETRY_BASE_SECONDS = 2
         topic = f"test/{uuid.uuid4().hex}"

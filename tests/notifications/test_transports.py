@@ -1,14 +1,15 @@
 """The outbound adapters against a real Mosquitto and a real local HTTP server (no database)."""
 import json
 import socket
-import time
 
 import pytest
 
 from notifications import transports
 
 from notifications.transports import TransportError, broker_address, http_url, send
-from tests.endpoints import BODY, free_port
+from tests.concurrency import wait_until
+from tests.endpoints import BODY
+from tests.ports import reserved_port
 
 
 class MqttTransportTests:
@@ -25,14 +26,14 @@ class MqttTransportTests:
         assert mqtt_receiver.get().qos == 2
 
     def test_unreadable_tls_files_are_reported_as_transient(self, settings, tmp_path):
-        settings.MQTT_BROKER_URL = f"mqtts://127.0.0.1:{free_port()}"
+        settings.MQTT_BROKER_URL = f"mqtts://127.0.0.1:{reserved_port()}"
         settings.TLS_CA_FILE = str(tmp_path / "missing-ca.pem")
         with pytest.raises(TransportError, match="TLS settings") as error:
             send("MQTT", {"topic": "test/nobody"}, BODY)
         assert error.value.transient
 
     def test_it_reports_an_unreachable_broker_as_transient(self, settings):
-        settings.MQTT_BROKER_URL = f"mqtt://127.0.0.1:{free_port()}"
+        settings.MQTT_BROKER_URL = f"mqtt://127.0.0.1:{reserved_port()}"
         with pytest.raises(TransportError) as error:
             send("MQTT", {"topic": "test/nobody"}, BODY)
         assert error.value.transient
@@ -61,9 +62,7 @@ class MqttTransportTests:
         lost = transports._publisher._client
         # The broker or the network drops it: the peer ends the stream under paho's loop.
         lost.socket().shutdown(socket.SHUT_RDWR)
-        deadline = time.monotonic() + 10
-        while lost.is_connected() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: not lost.is_connected(), timeout=10)
         send("MQTT", {"topic": mqtt_receiver.topic}, {"after": "reconnect"})
         assert not lost.is_connected()  # stays lost: the publisher alone reconnects
         assert transports._publisher._client is not lost
@@ -73,7 +72,7 @@ class MqttTransportTests:
     def test_another_broker_url_gets_its_own_connection(self, settings, mqtt_receiver):
         send("MQTT", {"topic": mqtt_receiver.topic}, BODY)
         working = settings.MQTT_BROKER_URL
-        settings.MQTT_BROKER_URL = f"mqtt://127.0.0.1:{free_port()}"
+        settings.MQTT_BROKER_URL = f"mqtt://127.0.0.1:{reserved_port()}"
         with pytest.raises(TransportError) as error:
             send("MQTT", {"topic": mqtt_receiver.topic}, BODY)
         assert error.value.transient and transports._publisher._client is None
@@ -116,7 +115,8 @@ class HttpTransportTests:
         assert len(http_sink.requests) == 1
 
     def test_it_reports_a_closed_port_as_transient(self):
-        properties = {"address": "127.0.0.1", "port": free_port(), "method": "POST", "path": "/"}
+        properties = {"address": "127.0.0.1", "port": reserved_port(), "method": "POST",
+                      "path": "/"}
         with pytest.raises(TransportError) as error:
             send("HTTP", properties, BODY)
         assert error.value.transient

@@ -2,10 +2,8 @@
 import base64
 import datetime as dt
 import hashlib
-import threading
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -19,7 +17,8 @@ from orchestration.tokens import (
     tokens_issue,
     tokens_remove_expired,
 )
-from tests.helpers import as_system, assert_error
+from tests.concurrency import run_together
+from tests.helpers import as_system, assert_error, assert_unauthenticated
 
 pytestmark = pytest.mark.django_db
 
@@ -202,8 +201,8 @@ class AuthorizationTokenVerifyApiTests:
 
     def test_it_needs_an_identity(self, api):
         [token] = issue()
-        assert_error(api.get(f"{VERIFY}/{token}"), 401, "AUTH",
-                     "No authorization header has been provided", f"GET {VERIFY}/{token}")
+        assert_unauthenticated(api.get(f"{VERIFY}/{token}"), f"GET {VERIFY}/{token}",
+                               "No authorization header has been provided")
 
     def test_it_refuses_other_methods(self, api):
         [token] = issue()
@@ -218,22 +217,7 @@ class UsageLimitedTokenConcurrencyTests:
     def test_it_never_verifies_more_often_than_the_limit(self, settings):
         settings.TOKEN_USAGE_LIMIT = 3
         [token] = issue(grant(USAGE))
-        threads_count = 8
-        barrier = threading.Barrier(threads_count)
-        answers: list = [None] * threads_count
-
-        def run(index: int) -> None:
-            try:
-                barrier.wait(timeout=30)
-                answers[index] = verify(APIClient(), token).json()["verified"]
-            finally:
-                connection.close()
-
-        threads = [threading.Thread(target=run, args=(i,)) for i in range(threads_count)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=30)
+        answers = run_together(*[lambda: verify(APIClient(), token).json()["verified"]] * 8)
         assert sorted(answers) == [False] * 5 + [True] * 3
         assert AuthorizationToken.objects.get().usage_left == 0
 

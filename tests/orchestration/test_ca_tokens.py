@@ -16,12 +16,13 @@ from store.models import CatalogChange
 from subscriptions.models import Subscription
 from subscriptions.push_jobs import push_job_run
 from subscriptions.services import changes_process
-from tests.endpoints import free_port
 from tests.fake_consumer_authorization import GENERATE, TOKEN_VERIFY, FakeConsumerAuthorization
 from tests.fake_service_registry import FakeServiceRegistry
 from tests.helpers import SYSOP, as_system, assert_error
 from tests.orchestration.helpers import PULL, pull
-from tests.store.helpers import http_interface, instance_body, make_instances, make_rules
+from tests.ports import reserved_port
+from tests.factories import make_instances, make_rules
+from tests.store.helpers import http_interface, instance_body
 from tests.subscriptions.helpers import (
     PUSH_TRIGGER,
     mqtt_notify,
@@ -259,7 +260,7 @@ class FailureTests:
         assert job.message == response.json()["errorMessage"]
 
     def test_it_answers_503_when_the_ca_url_has_nobody(self, api, ca, settings):
-        settings.CONSUMER_AUTHORIZATION_URL = f"http://127.0.0.1:{free_port()}"
+        settings.CONSUMER_AUTHORIZATION_URL = f"http://127.0.0.1:{reserved_port()}"
         providers((P1, [interface(TIME)]))
         response = pull(api, requirement(), consumer=CONSUMER)
         assert response.status_code == 503, response.content

@@ -10,7 +10,7 @@ from orchestration.job_counts import job_count
 from orchestration.job_writer import job_writer_flush
 from orchestration.models import OrchestrationJob
 from tests.orchestration.helpers import instance_ids, pull
-from tests.store.helpers import make_rules
+from tests.factories import make_rules
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -20,12 +20,9 @@ from orchestration.latency import (
 )
 from orchestration.tasks import measure_interface_latency_task
 from store.models import ServiceInstance, ServiceInterface
-from tests.store.helpers import (
-    http_interface,
-    instance_body,
-    make_instances,
-    mqtt_interface,
-)
+from tests.ports import reserved_port
+from tests.factories import make_instances
+from tests.store.helpers import http_interface, instance_body, mqtt_interface
 
 pytestmark = pytest.mark.django_db
 
@@ -58,12 +55,8 @@ def port(listener: socket.socket) -> int:
 
 @pytest.fixture
 def closed_port() -> int:
-    """A port that was free a moment ago and has nobody listening on it now."""
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    free = probe.getsockname()[1]
-    probe.close()
-    return free
+    """A port nobody listens on (connecting is refused)."""
+    return reserved_port()
 
 
 def reachable_at(port: int, *addresses: str) -> dict:

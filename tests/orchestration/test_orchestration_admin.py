@@ -1,12 +1,8 @@
 import pytest
 
 from tests.orchestration.helpers import pull
-from tests.store.helpers import (
-    http_interface,
-    instance_body,
-    make_instances,
-    make_rules,
-)
+from tests.factories import make_instances, make_rules
+from tests.store.helpers import http_interface, instance_body
 
 pytestmark = pytest.mark.django_db
 

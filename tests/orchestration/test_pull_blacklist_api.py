@@ -19,7 +19,8 @@ from tests.fake_blacklist import CHECK, QUERY, FakeBlacklist, blacklist  # noqa:
 from tests.fake_service_registry import FakeServiceRegistry
 from tests.helpers import assert_error
 from tests.orchestration.helpers import PULL, instance_ids, pull
-from tests.store.helpers import http_interface, instance_body, make_instances, make_rules
+from tests.factories import make_instances, make_rules
+from tests.store.helpers import http_interface, instance_body
 
 pytestmark = pytest.mark.django_db
 

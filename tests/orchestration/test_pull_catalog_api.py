@@ -11,13 +11,8 @@ from django.utils import timezone
 from orchestration.models import OrchestrationJob
 from store.models import ServiceInstance
 from tests.orchestration.helpers import instance_ids, pull
-from tests.store.helpers import (
-    http_interface,
-    instance_body,
-    make_instances,
-    make_rules,
-    mqtt_interface,
-)
+from tests.factories import make_instances, make_rules
+from tests.store.helpers import http_interface, instance_body, mqtt_interface
 
 pytestmark = pytest.mark.django_db
 

@@ -1,15 +1,15 @@
 """Reservations and exclusivity in pull (SPEC §5 step 7)."""
 import datetime as dt
-import threading
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from orchestration.models import OrchestrationLock
+from tests.concurrency import run_together
 from tests.orchestration.helpers import instance_ids, pull
-from tests.store.helpers import instance_body, make_instances, make_rules
+from tests.factories import make_instances, make_rules
+from tests.store.helpers import instance_body
 
 pytestmark = pytest.mark.django_db
 
@@ -114,20 +114,9 @@ class ReservationContentionTests:
         make_instances(instance_body("Only", "heater", metadata={"allowExclusivity": 60}))
         consumers = [f"Consumer{n}" for n in range(6)]
         make_rules(*[(consumer, "Only|heater|1.0.0", 1) for consumer in consumers])
-        barrier, responses = threading.Barrier(len(consumers)), {}
-
-        def run(consumer: str) -> None:
-            try:
-                barrier.wait()
-                responses[consumer] = pull(APIClient(), exclusive(30), consumer=consumer)
-            finally:
-                connection.close()
-
-        threads = [threading.Thread(target=run, args=(c,)) for c in consumers]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=60)
+        answers = run_together(*(lambda c=c: pull(APIClient(), exclusive(30), consumer=c)
+                                 for c in consumers))
+        responses = dict(zip(consumers, answers))
         assert all(r.status_code == 200 for r in responses.values())
         winners = [c for c, r in responses.items() if r.json()["results"]]
         assert len(winners) == 1

@@ -11,7 +11,8 @@ from orchestration.models import OrchestrationLock
 from store.models import ServiceInstance, ServiceInterface
 from tests.helpers import assert_error
 from tests.orchestration.helpers import PULL, instance_ids, pull
-from tests.store.helpers import http_interface, instance_body, make_instances, make_rules
+from tests.factories import make_instances, make_rules
+from tests.store.helpers import http_interface, instance_body
 
 pytestmark = pytest.mark.django_db
 

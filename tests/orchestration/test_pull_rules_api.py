@@ -3,9 +3,9 @@ validation, reference-simple §7 and §13.2."""
 import pytest
 
 from orchestration.models import OrchestrationJob
-from tests.helpers import as_system, assert_error
+from tests.helpers import as_system, assert_error, assert_unauthenticated
 from tests.orchestration.helpers import PULL, instance_ids, pull
-from tests.store.helpers import make_rules
+from tests.factories import make_rules
 
 pytestmark = pytest.mark.django_db
 
@@ -177,6 +177,6 @@ class PullValidationTests:
                      ORIGIN)
 
     def test_it_needs_an_identity_but_no_management_permission(self, api, car_rules):
-        assert_error(api.post(PULL, {}, format="json"), 401, "AUTH",
-                     "No authorization header has been provided", ORIGIN)
+        assert_unauthenticated(api.post(PULL, {}, format="json"), ORIGIN,
+                               "No authorization header has been provided")
         assert pull(api, {}, consumer="CarConsumer1").status_code == 200

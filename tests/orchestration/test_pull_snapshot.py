@@ -6,7 +6,6 @@ import datetime as dt
 import gc
 import random
 import threading
-import time
 
 import pytest
 from django.db import ProgrammingError, connection, transaction
@@ -21,7 +20,9 @@ from orchestration.pull import orchestrate_preview, orchestrate_unrecorded
 from orchestration.requests import parse_orchestration_request
 from orchestration.snapshot import pull_snapshot
 from store.models import Rule, ServiceInterface
+from tests.concurrency import Background, run_together, wait_until
 from tests.orchestration.helpers import instance_ids, pull
+from tests.factories import make_instances, make_rules
 from tests.store.helpers import (
     CREATE,
     I_CREATE,
@@ -32,8 +33,6 @@ from tests.store.helpers import (
     entry,
     http_interface,
     instance_body,
-    make_instances,
-    make_rules,
     post,
 )
 
@@ -160,13 +159,7 @@ class ChangeTests:
         assert pulled(api, "Car")[0] == [THERMO]
 
     def test_it_sees_a_commit_of_another_connection_at_once(self, api, snapshot):
-        def elsewhere() -> None:
-            make_rules(("Car", THERMO, 1))
-            connection.close()
-
-        worker = threading.Thread(target=elsewhere)
-        worker.start()
-        worker.join()
+        Background(lambda: make_rules(("Car", THERMO, 1))).outcome()
         assert pulled(api)[0] == [THERMO]
 
     def test_it_sees_a_transaction_that_commits_after_a_later_one(self, api, snapshot):
@@ -179,16 +172,14 @@ class ChangeTests:
                 make_rules(("Car", THERMO, 1))
                 wrote.set()
                 go_on.wait(10)
-            connection.close()
 
-        worker = threading.Thread(target=long_transaction)
-        worker.start()
+        worker = Background(long_transaction)
         assert wrote.wait(10)
         make_rules(("Bike", OTHER, 1))  # commits while the first is still open
         assert pulled(api, "Bike")[0] == [OTHER]
         assert pulled(api, "Car")[0] == []
         go_on.set()
-        worker.join()
+        worker.outcome()
         assert pulled(api, "Car")[0] == [THERMO]
 
     def test_concurrent_pulls_see_every_commit_made_before_they_began(self, snapshot):
@@ -206,7 +197,6 @@ class ChangeTests:
                 with guard:
                     committed.append(instance_id)
             stop.set()
-            connection.close()
 
         def reader() -> None:
             while not stop.is_set():
@@ -216,14 +206,8 @@ class ChangeTests:
                 seen = {entry.service_instance_id for entry in answer.results}
                 if not before <= seen:
                     missed.append((before, seen))
-            connection.close()
 
-        threads = [threading.Thread(target=reader) for _ in range(4)]
-        threads.append(threading.Thread(target=writer))
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(60)
+        assert run_together(reader, reader, reader, reader, writer) == [None] * 5
         assert not missed, missed[:1]
         assert len(committed) == 40
 
@@ -233,10 +217,12 @@ class ChangeTests:
         make_rules(*[(f"Car{n}", THERMO, 1) for n in range(5)])
         ids, sqls = pulled(api, "Car4")
         assert ids == [THERMO] and read_tables(sqls)  # from the database meanwhile
-        deadline = time.monotonic() + 10  # the background thread applies them
-        while read_tables(sqls) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        def applied() -> bool:  # by the background thread
+            nonlocal ids, sqls
             ids, sqls = pulled(api, "Car4")
+            return not read_tables(sqls)
+
+        wait_until(applied, timeout=10, interval=0.05)
         assert ids == [THERMO] and not read_tables(sqls)
 
     def test_it_reloads_after_a_truncate(self, api, snapshot):
@@ -315,10 +301,7 @@ class FreezingTests:
             gc.unfreeze()
             make_rules(*[(f"Car{n}", THERMO, 1) for n in range(3)])
             assert pulled(api, "Car2")[0] == [THERMO]  # applies 3 changes, wakes the thread
-            deadline = time.monotonic() + 10
-            while not gc.get_freeze_count() and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert gc.get_freeze_count() > 0
+            assert wait_until(gc.get_freeze_count, timeout=10)
         finally:
             gc.unfreeze()  # the test process keeps collecting everything
 

@@ -7,12 +7,8 @@ from django.utils import timezone
 from store.models import ServiceInterface
 from tests.helpers import as_system, assert_error
 from tests.orchestration.helpers import PULL, instance_ids, pull
-from tests.store.helpers import (
-    http_interface,
-    instance_body,
-    make_instances,
-    make_rules,
-)
+from tests.factories import make_instances, make_rules
+from tests.store.helpers import http_interface, instance_body
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,8 @@ import pytest
 from orchestration.models import AuthorizationToken, OrchestrationJob
 from tests.helpers import SYSOP
 from tests.orchestration.helpers import pull
-from tests.store.helpers import http_interface, instance_body, make_instances, make_rules
+from tests.factories import make_instances, make_rules
+from tests.store.helpers import http_interface, instance_body
 from tests.subscriptions.helpers import SUBSCRIBE
 
 pytestmark = pytest.mark.django_db

@@ -4,9 +4,9 @@ import pytest
 from config.exceptions import ExternalServerError
 from identity.outsourced import reset_login
 from serviceregistry import client, peers
-from tests.endpoints import free_port
 from tests.fake_authentication import FakeAuthentication
 from tests.fake_service_registry import FakeServiceRegistry
+from tests.ports import reserved_port
 
 NAME = "SimpleStoreServiceOrchestration"
 
@@ -55,7 +55,7 @@ class ServiceRegistryClientTests:
                                         f"{NAME}")
 
     def test_it_reports_an_unreachable_service_registry(self, settings):
-        settings.SERVICE_REGISTRY_URL = f"http://127.0.0.1:{free_port()}"
+        settings.SERVICE_REGISTRY_URL = f"http://127.0.0.1:{reserved_port()}"
         peers.opener.cache_clear()
         with pytest.raises(client.ServiceRegistryUnreachable) as raised:
             client.system_revoke()

@@ -5,10 +5,10 @@ operation by name, method to accessAddresses:accessPort basePath+path), and pull
 request the Java `HttpCollectorDriver` builds. The provider's instance data comes from the SR."""
 import http.client
 import json
-import time
 
 import pytest
 
+from tests.concurrency import wait_until
 from tests.fake_service_registry import FakeServiceRegistry
 from tests.web_server import gunicorn_process
 
@@ -36,13 +36,12 @@ def registry():
 
 def registered(registry: FakeServiceRegistry, definition: str, timeout: float = 20) -> dict:
     """The first interface's properties of our registered service `definition`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        for instance in list(registry.instances.values()):
-            if instance["serviceDefinition"]["name"] == definition:
-                return instance["interfaces"][0]["properties"]
-        assert time.monotonic() < deadline, f"{definition} was never registered"
-        time.sleep(0.05)
+    def found() -> list[dict]:
+        return [instance for instance in list(registry.instances.values())
+                if instance["serviceDefinition"]["name"] == definition]
+
+    assert wait_until(found, timeout), f"{definition} was never registered"
+    return found()[0]["interfaces"][0]["properties"]
 
 
 def call(properties: dict, operation: str, body: dict, system: str) -> tuple[int, object]:

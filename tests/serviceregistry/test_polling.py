@@ -13,7 +13,8 @@ from serviceregistry.tasks import poll_instances_task
 from store.models import CatalogChange
 from subscriptions.models import Subscription
 from subscriptions.services import changes_process
-from tests.store.helpers import http_interface, make_rules
+from tests.factories import make_rules
+from tests.store.helpers import http_interface
 from tests.subscriptions.helpers import mqtt_notify, subscribe, subscription_body
 from tests.worker import ROOT
 

@@ -12,14 +12,15 @@ from serviceregistry import client, instances, peers
 from store.models import CatalogChange
 from subscriptions.models import Subscription
 from subscriptions.services import changes_process
-from tests.endpoints import free_port
 from tests.helpers import assert_error
 from tests.orchestration.helpers import PULL, instance_ids, pull
 from tests.orchestration.test_pull_java_api import (
     JAVA_COLLECTOR_REQUEST,
     JAVA_FLAGS_WARNING,
 )
-from tests.store.helpers import http_interface, instance_body, make_instances, make_rules
+from tests.ports import reserved_port
+from tests.factories import make_instances, make_rules
+from tests.store.helpers import http_interface, instance_body
 from tests.subscriptions.helpers import mqtt_notify, subscribe, subscription_body
 
 pytestmark = pytest.mark.django_db
@@ -177,7 +178,7 @@ class RegistryFailureTests:
         assert job.message.startswith("ServiceRegistry POST ")
 
     def test_it_answers_503_when_the_registry_is_unreachable(self, api, registry, settings):
-        settings.SERVICE_REGISTRY_URL = f"http://127.0.0.1:{free_port()}"
+        settings.SERVICE_REGISTRY_URL = f"http://127.0.0.1:{reserved_port()}"
         peers.opener.cache_clear()
         make_rules(("CarConsumer1", ONE, 1))
         assert_error(pull(api), 503, "EXTERNAL_SERVER_ERROR",

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from tests.endpoints import free_port
+from tests.concurrency import wait_until
 from tests.fake_authentication import FakeAuthentication
 from tests.fake_service_registry import (
     SERVICE_REGISTER,
@@ -17,6 +17,7 @@ from tests.fake_service_registry import (
     SYSTEM_REVOKE,
     FakeServiceRegistry,
 )
+from tests.ports import reserved_port
 from tests.web_server import gunicorn_process
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -57,10 +58,8 @@ def stop(process, port: int, timeout: float = 20) -> float:
 
 
 def wait_for_log(log_path, text: str, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while text not in log_path.read_text():
-        assert time.monotonic() < deadline, f"{text!r} not logged:\n{log_path.read_text()}"
-        time.sleep(0.05)
+    assert wait_until(lambda: text in log_path.read_text(), timeout), \
+        f"{text!r} not logged:\n{log_path.read_text()}"
 
 
 class RegistrationTests:
@@ -130,7 +129,7 @@ class RegistrationTests:
         assert "ServiceRegistry" not in log_path.read_text()
 
     def test_it_retries_until_a_late_service_registry_comes_up(self, log_path):
-        port = free_port()
+        port = reserved_port()
         env = {"SERVICE_REGISTRY_URL": f"http://127.0.0.1:{port}", **QUICK_RETRIES}
         with gunicorn_process(env, log_path):
             wait_for_log(log_path, "registration failed (attempt 2)")

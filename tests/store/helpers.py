@@ -1,17 +1,10 @@
 """Builders and request helpers for the rule store tests."""
-from store.models import Rule
-from store.services.rules import RuleDraft, rule_create_many
+from store.models import Rule, ServiceInstance
 from tests.helpers import SYSOP
 
 BASE = "/serviceorchestration/orchestration/mgmt/simple-store"
 QUERY, CREATE = f"{BASE}/query", f"{BASE}/create"
 MODIFY, REMOVE = f"{BASE}/modify-priorities", f"{BASE}/remove"
-
-
-def make_rules(*specs: tuple[str, str, int], requester: str = "Sysop") -> list[Rule]:
-    """Store rules given as (consumer, serviceInstanceId, priority) through the service."""
-    return rule_create_many(drafts=[RuleDraft(*spec) for spec in specs], requester=requester,
-                            limit=None)
 
 
 def post(api, path: str, body, headers=SYSOP):
@@ -53,15 +46,14 @@ def instance_body(provider: str = "TemperatureProvider", definition: str = "temp
     return body
 
 
-def make_instances(*bodies: dict):
-    """Store instances (create-request shape) through the service."""
-    from store.serializers.instances import (
-        InstanceCreateSerializer,
-        instance_drafts_from,
-    )
-    from store.services.instances import instance_create_many
 
-    serializer = InstanceCreateSerializer(data={"instances": list(bodies)})
-    serializer.is_valid(raise_exception=True)
-    return instance_create_many(drafts=instance_drafts_from(serializer.validated_data),
-                                limit=None)
+def stored_rules() -> set[tuple]:
+    """Every stored rule, to compare before and after a request."""
+    return set(Rule.objects.values_list("id", "consumer", "service_definition",
+                                        "service_instance_id", "priority", "updated_at"))
+
+
+def stored_instances() -> list[tuple]:
+    """Every stored instance, to compare before and after a request."""
+    return list(ServiceInstance.objects.order_by("pk").values_list("pk", "metadata",
+                                                                   "updated_at"))

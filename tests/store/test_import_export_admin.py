@@ -8,7 +8,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
 from store.models import Rule, ServiceInstance
-from tests.store.helpers import entry, instance_body, make_instances, make_rules, mqtt_interface
+from tests.factories import make_instances, make_rules
+from tests.store.helpers import entry, instance_body, mqtt_interface
 
 pytestmark = pytest.mark.django_db
 

@@ -3,7 +3,8 @@ import json
 import pytest
 
 from store.models import CatalogChange, ServiceInstance, ServiceInterface
-from tests.store.helpers import instance_body, make_instances
+from tests.factories import make_instances
+from tests.store.helpers import instance_body
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ import pytest
 from store.interfaces import InterfaceDraft
 from store.models import ServiceInstance
 from store.services.instances import InstanceDraft, instance_create_many
-from tests.store.concurrency import (
+from tests.concurrency import (
     hold_first_caller,
     meet_before,
     run_in_two_threads,

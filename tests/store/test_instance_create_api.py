@@ -4,14 +4,16 @@ import pytest
 from django.utils import timezone
 
 from store.models import ServiceInstance, ServiceInterface
-from tests.helpers import as_system, assert_error
+from tests.concurrency import run_together
+from tests.helpers import as_system, assert_forbidden, assert_refused
+from tests.factories import make_instances
 from tests.store.helpers import (
     I_CREATE,
     http_interface,
     instance_body,
-    make_instances,
     mqtt_interface,
     post,
+    stored_instances,
 )
 
 pytestmark = pytest.mark.django_db
@@ -23,11 +25,6 @@ EXCLUSIVITY = ("allowExclusivity metadata must be a non-negative integer or the 
 
 def create(api, *bodies, **kwargs):
     return post(api, I_CREATE, {"instances": list(bodies)}, **kwargs)
-
-
-def assert_refused(response, message: str) -> None:
-    assert_error(response, 400, "INVALID_PARAMETER", message, ORIGIN)
-    assert not ServiceInstance.objects.exists()
 
 
 def future(seconds: int = 3600) -> str:
@@ -144,7 +141,7 @@ class InstanceCreateApiTests:
         ({"instances": {"a": 1}}, 'instances: Expected a list of items but got type "dict".'),
     ])
     def test_it_refuses_invalid_instances(self, api, body, message):
-        assert_refused(post(api, I_CREATE, body), message)
+        assert_refused(lambda: post(api, I_CREATE, body), message, ORIGIN, state=stored_instances)
 
     @pytest.mark.parametrize("interface, message", [
         (http_interface(templateName=None), "Interface template name is missing"),
@@ -169,7 +166,8 @@ class InstanceCreateApiTests:
          "operations interface property is missing for generic_mqtt"),
     ])
     def test_it_refuses_invalid_interfaces(self, api, interface, message):
-        assert_refused(create(api, instance_body(interfaces=[interface])), message)
+        assert_refused(lambda: create(api, instance_body(interfaces=[interface])), message, ORIGIN,
+                       state=stored_instances)
 
     @pytest.mark.parametrize("prop, value, message", [
         ("accessAddresses", [], "accessAddresses: Property value should be a non-empty list "
@@ -207,7 +205,8 @@ class InstanceCreateApiTests:
     def test_it_validates_http_properties(self, api, prop, value, message):
         interface = http_interface()
         interface["properties"] = {**interface["properties"], prop: value}
-        assert_refused(create(api, instance_body(interfaces=[interface])), message)
+        assert_refused(lambda: create(api, instance_body(interfaces=[interface])), message, ORIGIN,
+                       state=stored_instances)
 
     @pytest.mark.parametrize("value, message", [
         ([], "operations: Property value should be a non-empty set/list"),
@@ -219,7 +218,8 @@ class InstanceCreateApiTests:
     def test_it_validates_mqtt_operations(self, api, value, message):
         interface = mqtt_interface()
         interface["properties"] = {**interface["properties"], "operations": value}
-        assert_refused(create(api, instance_body(interfaces=[interface])), message)
+        assert_refused(lambda: create(api, instance_body(interfaces=[interface])), message, ORIGIN,
+                       state=stored_instances)
 
     def test_it_deduplicates_and_normalizes_mqtt_operations(self, api):
         interface = mqtt_interface()
@@ -231,41 +231,28 @@ class InstanceCreateApiTests:
 
     def test_it_limits_the_number_of_instances(self, api, settings):
         settings.MAX_BULK_SIZE = 1
-        assert_refused(create(api, instance_body(), instance_body("Other")),
-                       "Too many instances: at most 1 may be sent in one request")
+        assert_refused(lambda: create(api, instance_body(), instance_body("Other")),
+                       "Too many instances: at most 1 may be sent in one request", ORIGIN,
+                       state=stored_instances)
 
     def test_it_needs_the_add_permission(self, api):
         response = create(api, instance_body(), headers=as_system("Manager"))
-        assert_error(response, 403, "FORBIDDEN", "Requester has no management permission",
-                     ORIGIN)
+        assert_forbidden(response, ORIGIN)
 
 
 @pytest.mark.django_db(transaction=True)
 class InstanceCreateConcurrencyTests:
     def test_it_answers_two_concurrent_creates_of_a_new_id_with_201(self):
-        import threading
-
-        from django.db import connection
         from rest_framework.test import APIClient
 
         from tests.helpers import SYSOP
 
-        barrier, statuses = threading.Barrier(4), []
+        def create_one(unit: str):
+            return lambda: APIClient().post(
+                I_CREATE, {"instances": [instance_body(metadata={"unit": unit})]},
+                format="json", **SYSOP).status_code
 
-        def create_one(unit: str) -> None:
-            try:
-                barrier.wait()
-                statuses.append(APIClient().post(
-                    I_CREATE, {"instances": [instance_body(metadata={"unit": unit})]},
-                    format="json", **SYSOP).status_code)
-            finally:
-                connection.close()
-
-        threads = [threading.Thread(target=create_one, args=(f"u{n}",)) for n in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=30)
+        statuses = run_together(*(create_one(f"u{n}") for n in range(4)))
         assert statuses == [201] * 4
         assert ServiceInstance.objects.count() == 1
         assert ServiceInterface.objects.count() == 1

@@ -6,7 +6,8 @@ from django.utils import timezone
 
 from store.models import ServiceInstance, ServiceInterface
 from store.tasks import remove_expired_instances_task
-from tests.store.helpers import instance_body, make_instances
+from tests.factories import make_instances
+from tests.store.helpers import instance_body
 
 pytestmark = pytest.mark.django_db
 

@@ -7,12 +7,8 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from store.models import ServiceInstance
-from tests.store.helpers import (
-    http_interface,
-    instance_body,
-    make_instances,
-    mqtt_interface,
-)
+from tests.factories import make_instances
+from tests.store.helpers import http_interface, instance_body, mqtt_interface
 
 pytestmark = pytest.mark.django_db
 

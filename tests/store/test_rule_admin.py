@@ -1,7 +1,7 @@
 import pytest
 
 from store.models import CatalogChange, Rule
-from tests.store.helpers import make_rules
+from tests.factories import make_rules
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,8 @@ import pytest
 from django.contrib.messages import get_messages
 
 from store.models import Rule
-from tests.store.helpers import instance_body, make_instances, make_rules
+from tests.factories import make_instances, make_rules
+from tests.store.helpers import instance_body
 
 pytestmark = pytest.mark.django_db
 

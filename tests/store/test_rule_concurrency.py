@@ -7,7 +7,7 @@ import logging
 import threading
 
 import pytest
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -15,34 +15,20 @@ from config.conventions.instance_ids import parse_instance_id
 from config.exceptions import InvalidParameter
 from store.models import Rule
 from store.services.rules import ValidRule, rules_store
+from tests.concurrency import (
+    meet_before,
+    run_in_two_threads,
+    run_together,
+    second_waits_for_lock,
+)
 from tests.helpers import SYSOP
-from tests.store.concurrency import lock_waiters, meet_before, run_in_two_threads, wait_until
-from tests.store.helpers import CREATE, MODIFY, entry, make_rules
+from tests.factories import make_rules
+from tests.store.helpers import CREATE, MODIFY, entry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 STORED = ("There is already an existing entity with consumer name: Consumer1, "
           "service definition: svc, priority: 1")
-
-
-def run_concurrently(*calls):
-    """Start every call at the same moment, each in its own thread (own DB connection)."""
-    barrier = threading.Barrier(len(calls))
-    results: list = [None] * len(calls)
-
-    def run(index, call):
-        try:
-            barrier.wait()
-            results[index] = call()
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i, call)) for i, call in enumerate(calls)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
-    return results
 
 
 def serially(priorities: dict, bodies) -> dict:
@@ -61,7 +47,7 @@ def create_call(instance_id: str):
 class RuleConcurrencyTests:
     @pytest.mark.parametrize("round_", range(5))
     def test_it_lets_exactly_one_of_two_concurrent_creates_win(self, round_):
-        responses = run_concurrently(create_call("P1|svc|1.0.0"), create_call("P2|svc|1.0.0"))
+        responses = run_together(create_call("P1|svc|1.0.0"), create_call("P2|svc|1.0.0"))
         statuses = sorted(response.status_code for response in responses)
         assert statuses == [201, 400], [r.content for r in responses]
         loser = next(r for r in responses if r.status_code == 400)
@@ -74,39 +60,19 @@ class RuleConcurrencyTests:
         inserted, release = threading.Event(), threading.Event()
 
         def winner():
-            try:
-                with transaction.atomic():
-                    now = timezone.now()
-                    Rule.objects.create(consumer="Consumer1", service_definition="svc",
-                                        service_instance_id="P1|svc|1.0.0", priority=1,
-                                        created_by="Sysop", updated_by="Sysop",
-                                        created_at=now, updated_at=now)
-                    inserted.set()
-                    release.wait(timeout=30)
-            finally:
-                connection.close()
+            with transaction.atomic():
+                now = timezone.now()
+                Rule.objects.create(consumer="Consumer1", service_definition="svc",
+                                    service_instance_id="P1|svc|1.0.0", priority=1,
+                                    created_by="Sysop", updated_by="Sysop",
+                                    created_at=now, updated_at=now)
+                inserted.set()
+                release.wait(timeout=30)
 
-        thread = threading.Thread(target=winner)
-        thread.start()
-        assert inserted.wait(timeout=30)
-        result: list = []
-
-        def loser():
-            try:
-                result.append(create_call("P2|svc|1.0.0")())
-            finally:
-                connection.close()
-
-        loser_thread = threading.Thread(target=loser)
-        loser_thread.start()
-        try:  # the loser has passed the duplicate check and waits on the winner's index entry
-            assert wait_until(lock_waiters), "the loser never waited for the winner's insert"
-        finally:
-            release.set()
-        thread.join(timeout=30)
-        loser_thread.join(timeout=30)
-        assert result[0].status_code == 400, result[0].content
-        assert result[0].json()["errorMessage"] == STORED
+        # the loser has passed the duplicate check and waits on the winner's index entry
+        _, loser = second_waits_for_lock(winner, inserted, create_call("P2|svc|1.0.0"), release)
+        assert loser.status_code == 400, loser.content
+        assert loser.json()["errorMessage"] == STORED
         assert Rule.objects.count() == 1
 
     def test_it_keeps_priorities_unique_under_concurrent_swaps(self):
@@ -117,7 +83,7 @@ class RuleConcurrencyTests:
             return lambda: APIClient().put(MODIFY, body, format="json", **SYSOP)
 
         bodies = [{r1.id: 2, r2.id: 1}, {r2.id: 3, r3.id: 2}, {r1.id: 3, r3.id: 1}]
-        responses = run_concurrently(*(modify({str(k): v for k, v in body.items()})
+        responses = run_together(*(modify({str(k): v for k, v in body.items()})
                                        for body in bodies))
         # The rule set lock serializes them: a refusal is the validation's answer for the
         # state the earlier ones left (not the unique index's "created concurrently"), and the
@@ -140,39 +106,24 @@ class RuleConcurrencyTests:
         from store.services.rules import _store_priorities
 
         r1, r2 = make_rules(("C", "P1|svc|1.0.0", 1), ("C", "P2|svc|1.0.0", 2))
-        changed, release, result = threading.Event(), threading.Event(), []
+        changed, release = threading.Event(), threading.Event()
 
         def modify():
-            try:
-                with transaction.atomic():
-                    rules = list(Rule.objects.select_for_update().order_by("priority"))
-                    rules[0].priority, rules[1].priority = 2, 1
-                    _store_priorities(rules)
-                    changed.set()
-                    release.wait(timeout=30)
-            finally:
-                connection.close()
+            with transaction.atomic():
+                rules = list(Rule.objects.select_for_update().order_by("priority"))
+                rules[0].priority, rules[1].priority = 2, 1
+                _store_priorities(rules)
+                changed.set()
+                release.wait(timeout=30)
 
         def remove():
-            try:
-                result.append(APIClient().delete(
-                    f"/serviceorchestration/orchestration/mgmt/simple-store/remove?uuids={r1.id}",
-                    **SYSOP))
-            finally:
-                connection.close()
+            return APIClient().delete(
+                f"/serviceorchestration/orchestration/mgmt/simple-store/remove?uuids={r1.id}",
+                **SYSOP)
 
-        modifier = threading.Thread(target=modify)
-        modifier.start()
-        assert changed.wait(timeout=30)
-        remover = threading.Thread(target=remove)
-        remover.start()
-        try:  # the remove waits for the modifier's row lock
-            assert wait_until(lock_waiters), "the remove never waited for the modifier"
-        finally:
-            release.set()
-        modifier.join(timeout=30)
-        remover.join(timeout=30)
-        assert result[0].status_code == 200
+        # the remove waits for the modifier's row lock
+        _, removed = second_waits_for_lock(modify, changed, remove, release)
+        assert removed.status_code == 200
         assert list(Rule.objects.values_list("id", "priority")) == [(r2.id, 1)]
 
 

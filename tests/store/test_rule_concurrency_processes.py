@@ -12,7 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from store.models import Rule
-from tests.store.helpers import BASE, make_rules
+from tests.factories import make_rules
+from tests.store.helpers import BASE
 from tests.web_server import gunicorn
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -2,8 +2,9 @@
 import pytest
 
 from store.models import Rule
-from tests.helpers import as_system, assert_error
-from tests.store.helpers import CREATE, entry, make_rules, post
+from tests.factories import grant, make_rules
+from tests.helpers import as_system, assert_forbidden, assert_refused, assert_unauthenticated
+from tests.store.helpers import CREATE, entry, post, stored_rules
 
 pytestmark = pytest.mark.django_db
 
@@ -12,11 +13,6 @@ ORIGIN = f"POST {CREATE}"
 
 def create(api, entries, field="entries", **kwargs):
     return post(api, CREATE, {field: entries}, **kwargs)
-
-
-def assert_refused(response, message: str) -> None:
-    assert_error(response, 400, "INVALID_PARAMETER", message, ORIGIN)
-    assert not Rule.objects.filter(consumer="Late").exists()
 
 
 class RuleCreateApiTests:
@@ -54,9 +50,11 @@ class RuleCreateApiTests:
         assert response.json()["entries"][0]["priority"] == 3
 
     def test_it_refuses_entries_and_candidates_together(self, api):
-        response = post(api, CREATE, {"entries": [entry("C", "P|svc|1.0.0", 1)],
-                                      "candidates": [entry("C", "P|svc|1.0.0", 2)]})
-        assert_refused(response, "Give either entries or candidates, not both")
+        body = {"entries": [entry("C", "P|svc|1.0.0", 1)],
+                "candidates": [entry("C", "P|svc|1.0.0", 2)]}
+        assert_refused(lambda: post(api, CREATE, body),
+                       "Give either entries or candidates, not both", ORIGIN,
+                       state=stored_rules)
 
     def test_it_records_the_requester_as_creator(self, api, settings):
         settings.MANAGEMENT_WHITELIST = ["PlantManager"]
@@ -69,45 +67,52 @@ class RuleCreateApiTests:
 
     @pytest.mark.parametrize("body", [{"entries": []}, {}, {"entries": None}, None])
     def test_it_refuses_an_empty_request(self, api, body):
-        response = post(api, CREATE, body)
-        assert_refused(response, "Request payload is empty")
+        assert_refused(lambda: post(api, CREATE, body), "Request payload is empty", ORIGIN,
+                       state=stored_rules)
 
     def test_it_refuses_a_null_element(self, api):
-        assert_refused(create(api, [entry("Late", "P|svc|1.0.0", 1), None]),
-                       "Request payload contains null element")
+        assert_refused(lambda: create(api, [entry("Late", "P|svc|1.0.0", 1), None]),
+                       "Request payload contains null element", ORIGIN, state=stored_rules)
 
     @pytest.mark.parametrize("item", [{"consumer": "Late", "serviceInstanceId": "P|svc|1.0.0"},
                                       entry("Late", "P|svc|1.0.0", None)])
     def test_it_refuses_a_missing_priority(self, api, item):
-        assert_refused(create(api, [item]), "Priority is missing")
+        assert_refused(lambda: create(api, [item]), "Priority is missing", ORIGIN,
+                       state=stored_rules)
 
     @pytest.mark.parametrize("priority", [0, -5])
     def test_it_refuses_a_non_positive_priority(self, api, priority):
-        assert_refused(create(api, [entry("Late", "P|svc|1.0.0", priority)]),
-                       "Priority should be positive")
+        assert_refused(lambda: create(api, [entry("Late", "P|svc|1.0.0", priority)]),
+                       "Priority should be positive", ORIGIN, state=stored_rules)
 
     def test_it_refuses_a_priority_the_database_cannot_hold(self, api):
-        assert_refused(create(api, [entry("Late", "P|svc|1.0.0", 2**31)]),
-                       "Priority should not be greater than 2147483647")
+        assert_refused(lambda: create(api, [entry("Late", "P|svc|1.0.0", 2**31)]),
+                       "Priority should not be greater than 2147483647", ORIGIN,
+                       state=stored_rules)
 
     @pytest.mark.parametrize("priority, field", [("2", "priority"), (True, "priority"),
                                                  (1.5, "priority"), (1.0, "priority")])
     def test_it_refuses_a_priority_of_the_wrong_json_type(self, api, priority, field):
-        assert_refused(create(api, [entry("Late", "P|svc|1.0.0", 1),
+        assert_refused(lambda: create(api, [entry("Late", "P|svc|1.0.0", 1),
                                     entry("Late", "P|svc|1.0.0", priority)]),
-                       f"entries[1].{field}: A valid integer is required.")
+                       f"entries[1].{field}: A valid integer is required.", ORIGIN,
+                       state=stored_rules)
 
     def test_it_refuses_other_wrong_json_types_naming_the_field(self, api):
-        assert_refused(create(api, [entry(5, "P|svc|1.0.0", 1)]),
-                       "entries[0].consumer: Not a valid string.")
-        assert_refused(create(api, [entry("Late", ["P|svc|1.0.0"], 1)]),
-                       "entries[0].serviceInstanceId: Not a valid string.")
-        assert_refused(create(api, {"consumer": "Late"}),
-                       'entries: Expected a list of items but got type "dict".')
-        assert_refused(create(api, ["text"]),
-                       "entries[0]: Invalid data. Expected a dictionary, but got str.")
-        assert_refused(post(api, CREATE, [entry("Late", "P|svc|1.0.0", 1)]),
-                       "Invalid data. Expected a dictionary, but got list.")
+        assert_refused(lambda: create(api, [entry(5, "P|svc|1.0.0", 1)]),
+                       "entries[0].consumer: Not a valid string.", ORIGIN, state=stored_rules)
+        assert_refused(lambda: create(api, [entry("Late", ["P|svc|1.0.0"], 1)]),
+                       "entries[0].serviceInstanceId: Not a valid string.", ORIGIN,
+                       state=stored_rules)
+        assert_refused(lambda: create(api, {"consumer": "Late"}),
+                       'entries: Expected a list of items but got type "dict".', ORIGIN,
+                       state=stored_rules)
+        assert_refused(lambda: create(api, ["text"]),
+                       "entries[0]: Invalid data. Expected a dictionary, but got str.", ORIGIN,
+                       state=stored_rules)
+        assert_refused(lambda: post(api, CREATE, [entry("Late", "P|svc|1.0.0", 1)]),
+                       "Invalid data. Expected a dictionary, but got list.", ORIGIN,
+                       state=stored_rules)
 
     @pytest.mark.parametrize("consumer, message", [
         ("Inv@lid", "The specified system name does not match the naming convention: Inv@lid"),
@@ -115,7 +120,8 @@ class RuleCreateApiTests:
         ("", "The specified system name does not match the naming convention: null"),
     ])
     def test_it_refuses_an_invalid_consumer(self, api, consumer, message):
-        assert_refused(create(api, [entry(consumer, "P|svc|1.0.0", 1)]), message)
+        assert_refused(lambda: create(api, [entry(consumer, "P|svc|1.0.0", 1)]), message, ORIGIN,
+                       state=stored_rules)
 
     @pytest.mark.parametrize("instance_id, message", [
         ("inv@lidInstanceId", "The specified service instance identifier does not match the "
@@ -134,47 +140,47 @@ class RuleCreateApiTests:
          "The specified system name does not match the naming convention: Inv@lid"),
     ])
     def test_it_refuses_an_invalid_instance_id(self, api, instance_id, message):
-        assert_refused(create(api, [entry("Late", instance_id, 1)]), message)
+        assert_refused(lambda: create(api, [entry("Late", instance_id, 1)]), message, ORIGIN,
+                       state=stored_rules)
 
     def test_it_refuses_duplicates_inside_the_request(self, api):
-        response = create(api, [entry("Consumer1", "Provider1|service1|1.0.0", 1),
-                                entry("consumer1", "Provider1|service1|2.0.0", 1)])
-        assert_refused(response, "Conflicting rules, the combination of the following fields "
-                                 "should be unique: Consumer1, service definition: service1, "
-                                 "priority: 1")
+        entries = [entry("Consumer1", "Provider1|service1|1.0.0", 1),
+                   entry("consumer1", "Provider1|service1|2.0.0", 1)]
+        assert_refused(lambda: create(api, entries),
+                       "Conflicting rules, the combination of the following fields should be "
+                       "unique: Consumer1, service definition: service1, priority: 1", ORIGIN,
+                       state=stored_rules)
         assert not Rule.objects.exists()
 
     def test_it_refuses_a_rule_that_is_already_stored_and_stores_nothing(self, api):
         make_rules(("Consumer1", "Provider1|serviceDef1|1.0.0", 1))
-        response = create(api, [entry("Late", "Provider1|serviceDef1|1.0.0", 1),
-                                entry("Consumer1", "Other|serviceDef1|1.0.0", 1)])
-        assert_refused(response, "There is already an existing entity with consumer name: "
-                                 "Consumer1, service definition: serviceDef1, priority: 1")
+        entries = [entry("Late", "Provider1|serviceDef1|1.0.0", 1),
+                   entry("Consumer1", "Other|serviceDef1|1.0.0", 1)]
+        assert_refused(lambda: create(api, entries),
+                       "There is already an existing entity with consumer name: Consumer1, "
+                       "service definition: serviceDef1, priority: 1", ORIGIN, state=stored_rules)
         assert Rule.objects.count() == 1
 
     def test_it_limits_the_number_of_entries(self, api, settings):
         settings.MAX_BULK_SIZE = 2
         entries = [entry("Late", "P|svc|1.0.0", priority) for priority in (1, 2, 3)]
-        assert_refused(create(api, entries),
-                       "Too many entries: at most 2 may be created in one request")
+        assert_refused(lambda: create(api, entries),
+                       "Too many entries: at most 2 may be created in one request", ORIGIN,
+                       state=stored_rules)
         assert create(api, entries[:2]).status_code == 201
 
-    def test_it_needs_the_add_permission(self, api, django_user_model):
-        from django.contrib.auth.models import Permission
-
+    def test_it_needs_the_add_permission(self, api):
         body = [entry("Late", "P|svc|1.0.0", 1)]
         response = create(api, body, headers=as_system("Manager"))
-        assert_error(response, 403, "FORBIDDEN", "Requester has no management permission",
-                     ORIGIN)
-        manager = django_user_model.objects.create(username="Manager")
-        manager.user_permissions.add(Permission.objects.get(codename="view_rule"))
+        assert_forbidden(response, ORIGIN)
+        grant("Manager", "view_rule")
         assert create(api, body, headers=as_system("Manager")).status_code == 403
-        manager.user_permissions.add(Permission.objects.get(codename="add_rule"))
+        grant("Manager", "add_rule")
         assert create(api, body, headers=as_system("Manager")).status_code == 201
 
     def test_it_needs_an_identity(self, api):
         response = api.post(CREATE, {"entries": []}, format="json")
-        assert_error(response, 401, "AUTH", "No authorization header has been provided", ORIGIN)
+        assert_unauthenticated(response, ORIGIN, "No authorization header has been provided")
 
     def test_it_answers_malformed_json_with_the_envelope(self, api):
         response = api.post(CREATE, "{", content_type="application/json",

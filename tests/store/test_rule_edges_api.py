@@ -4,7 +4,8 @@ import pytest
 
 from store.models import MAX_PRIORITY, Rule
 from tests.helpers import as_system, assert_error
-from tests.store.helpers import CREATE, MODIFY, entry, make_rules, post
+from tests.factories import make_rules
+from tests.store.helpers import CREATE, MODIFY, entry, post
 
 pytestmark = pytest.mark.django_db
 

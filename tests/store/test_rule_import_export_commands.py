@@ -5,7 +5,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from store.models import Rule
-from tests.store.helpers import entry, make_rules
+from tests.factories import make_rules
+from tests.store.helpers import entry
 
 pytestmark = pytest.mark.django_db
 

@@ -1,8 +1,9 @@
 import pytest
 
 from store.models import Rule
-from tests.helpers import as_system, assert_error
-from tests.store.helpers import QUERY, make_rules, post
+from tests.factories import grant, make_rules
+from tests.helpers import as_system, assert_error, assert_forbidden
+from tests.store.helpers import QUERY, post
 
 pytestmark = pytest.mark.django_db
 
@@ -146,14 +147,10 @@ class RuleQueryApiTests:
         settings.MAX_PAGE_SIZE = 1000
         assert_error(query(api, body), 400, "INVALID_PARAMETER", message, ORIGIN)
 
-    def test_it_needs_the_view_permission(self, api, django_user_model):
-        from django.contrib.auth.models import Permission
-
+    def test_it_needs_the_view_permission(self, api):
         response = query(api, {}, headers=as_system("Manager"))
-        assert_error(response, 403, "FORBIDDEN", "Requester has no management permission",
-                     ORIGIN)
-        manager = django_user_model.objects.create(username="Manager")
-        manager.user_permissions.add(Permission.objects.get(codename="view_rule"))
+        assert_forbidden(response, ORIGIN)
+        grant("Manager", "view_rule")
         assert query(api, {}, headers=as_system("Manager")).status_code == 200
 
     def test_it_reads_in_a_bounded_number_of_queries(self, api, rules,

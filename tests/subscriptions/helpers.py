@@ -1,3 +1,4 @@
+from subscriptions.models import Subscription
 from tests.helpers import as_system
 
 SUBSCRIBE = "/serviceorchestration/orchestration/subscribe"
@@ -40,3 +41,9 @@ def push_element(target: str = "TemperatureConsumer", service_definition: str | 
 def push_subscribe(api, *elements: dict, owner: str = "Sysop"):
     return api.post(PUSH_SUBSCRIBE, {"subscriptions": list(elements)}, format="json",
                     **as_system(owner))
+
+
+def stored_subscriptions() -> list[tuple]:
+    """Every stored subscription, to compare before and after a request."""
+    return list(Subscription.objects.order_by("pk").values_list("pk", "owner", "target",
+                                                                "expires_at"))

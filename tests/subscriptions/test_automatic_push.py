@@ -14,7 +14,8 @@ from store.services.instances import instance_remove_expired
 from store.services.rules import rule_delete_many, rule_priorities_modify
 from subscriptions.models import Subscription
 from subscriptions.services import changes_process, subscriptions_remove_expired
-from tests.store.helpers import instance_body, make_instances, make_rules
+from tests.factories import make_instances, make_rules
+from tests.store.helpers import instance_body
 from tests.subscriptions.helpers import mqtt_notify, subscribe, subscription_body
 
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,9 @@ from store.models import CatalogChange
 from subscriptions.models import Subscription
 from subscriptions import services
 from subscriptions.services import changes_process
-from tests.store.helpers import instance_body, make_instances, make_rules
+from tests.concurrency import Background
+from tests.factories import make_instances, make_rules
+from tests.store.helpers import instance_body
 from tests.subscriptions.helpers import mqtt_notify, subscribe, subscription_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -123,17 +125,15 @@ class BatchEvaluationTests:
                 Subscription.objects.select_for_update().get(pk=held.pk)
                 locked.set()
                 release.wait(10)
-            connection.close()
 
         services._changes_flag()  # all three flagged
-        holder = threading.Thread(target=hold)
-        holder.start()
+        holder = Background(hold)
         assert locked.wait(10)
         try:
             assert services.subscriptions_evaluate_flagged() == 2  # the held one: flagged
         finally:
             release.set()
-            holder.join()
+            holder.outcome()
         assert Subscription.objects.get(pk=held.pk).needs_evaluation
         assert changes_process() == 1
         assert _metadata_pushed() == {f"Car{n}": {"v": 2} for n in range(3)}

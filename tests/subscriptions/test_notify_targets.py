@@ -3,8 +3,14 @@ that could never be delivered is a 400 naming the property, and nothing is store
 import pytest
 
 from subscriptions.models import Subscription
-from tests.helpers import assert_error
-from tests.subscriptions.helpers import SUBSCRIBE, mqtt_notify, subscribe, subscription_body
+from tests.helpers import assert_error, assert_refused
+from tests.subscriptions.helpers import (
+    SUBSCRIBE,
+    mqtt_notify,
+    stored_subscriptions,
+    subscribe,
+    subscription_body,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -15,12 +21,6 @@ EURO = "\u20ac"  # three bytes in UTF-8
 
 def http(**changes) -> dict:
     return {"protocol": "HTTP", "properties": {**VALID_HTTP, **changes}}
-
-
-def refused(api, notify, message: str) -> None:
-    assert_error(subscribe(api, subscription_body(notify=notify)), 400, "INVALID_PARAMETER",
-                 message, ORIGIN)
-    assert not Subscription.objects.exists()
 
 
 def stored_properties(api, notify) -> dict:
@@ -44,17 +44,21 @@ class MqttTopicTests:
         ("plant/\x07", TOPIC_CHARACTERS),
     ])
     def test_it_refuses_topics_that_cannot_be_published(self, api, topic, message):
-        refused(api, mqtt_notify(topic), message)
+        assert_refused(lambda: subscribe(api, subscription_body(notify=mqtt_notify(topic))),
+                       message, ORIGIN, state=stored_subscriptions)
 
     def test_it_refuses_a_hundred_thousand_character_topic(self, api):
-        refused(api, mqtt_notify("t" * 100_000), "notifyInterface.properties.topic: Ensure no "
-                "string has more than 4096 characters.")
+        notify = mqtt_notify("t" * 100_000)
+        assert_refused(lambda: subscribe(api, subscription_body(notify=notify)),
+                       "notifyInterface.properties.topic: Ensure no string has more than 4096 "
+                       "characters.", ORIGIN, state=stored_subscriptions)
 
     def test_it_refuses_a_topic_over_the_mqtt_limit_in_utf8_bytes(self, api, settings):
         settings.MAX_STRING_LENGTH = 100_000
         topic = EURO * 21_846  # 21,846 characters, 65,538 bytes
-        refused(api, mqtt_notify(topic),
-                "Notify property topic should not be longer than 65535 bytes (UTF-8)")
+        assert_refused(lambda: subscribe(api, subscription_body(notify=mqtt_notify(topic))),
+                       "Notify property topic should not be longer than 65535 bytes (UTF-8)",
+                       ORIGIN, state=stored_subscriptions)
 
     def test_it_accepts_a_topic_at_the_mqtt_limit(self, api, settings):
         settings.MAX_STRING_LENGTH = 100_000
@@ -83,7 +87,8 @@ class HttpAddressTests:
         ("\u05d0a.example", IDNA),  # mixes right-to-left and left-to-right in one label
     ])
     def test_it_refuses_addresses_that_are_not_hosts(self, api, address, message):
-        refused(api, http(address=address), message)
+        assert_refused(lambda: subscribe(api, subscription_body(notify=http(address=address))),
+                       message, ORIGIN, state=stored_subscriptions)
 
     @pytest.mark.parametrize("address, stored", [
         ("Example.COM", "example.com"),
@@ -105,7 +110,8 @@ class HttpPathTests:
          "(percent-encode the others)"),
     ])
     def test_it_refuses_paths_that_cannot_be_requested(self, api, path, message):
-        refused(api, http(path=path), message)
+        assert_refused(lambda: subscribe(api, subscription_body(notify=http(path=path))), message,
+                       ORIGIN, state=stored_subscriptions)
 
     def test_it_starts_the_path_with_a_slash(self, api):
         assert stored_properties(api, http(path="hooks/x?k=1"))["path"] == "/hooks/x?k=1"
@@ -134,11 +140,13 @@ class SubscriptionCountTests:
 class HttpPortTests:
     @pytest.mark.parametrize("port", ["\u00b2", "8\u00b9", "-\u00b3"])
     def test_it_refuses_digits_that_are_not_decimal(self, api, port):
-        refused(api, http(port=port), "Notify port is not a number")
+        assert_refused(lambda: subscribe(api, subscription_body(notify=http(port=port))),
+                       "Notify port is not a number", ORIGIN, state=stored_subscriptions)
 
     def test_it_refuses_a_port_of_thousands_of_digits(self, api, settings):
         settings.MAX_STRING_LENGTH = 100_000
-        refused(api, http(port="1" * 5000), "Notify port is out of the valid range")
+        assert_refused(lambda: subscribe(api, subscription_body(notify=http(port="1" * 5000))),
+                       "Notify port is out of the valid range", ORIGIN, state=stored_subscriptions)
 
     def test_it_accepts_leading_zeros(self, api):
         assert stored_properties(api, http(port="0000080"))["port"] == 80

@@ -20,8 +20,11 @@ from paho.mqtt.enums import CallbackAPIVersion
 from config.celery import app as celery_app
 from notifications.models import NotificationDelivery
 from tests import services
-from tests.endpoints import broker_state_directory, free_port, mosquitto, wait_for
-from tests.store.helpers import instance_body, make_instances, make_rules
+from tests.concurrency import wait_for
+from tests.endpoints import broker_state_directory, mosquitto
+from tests.ports import reserved_port
+from tests.factories import make_instances, make_rules
+from tests.store.helpers import instance_body
 from tests.subscriptions.helpers import mqtt_notify, subscribe, subscription_body
 from tests.worker import forget_queues, start_worker, stop_worker, worker_environment
 
@@ -76,7 +79,7 @@ def outage_setup(tmp_path, django_db_blocker, settings):
     """A broker of its own (its state directory), a worker sending to it, and this process
     subscribing against it."""
     services.require_redis(settings.CELERY_BROKER_URL)
-    port = free_port()
+    port = reserved_port()
     settings.MQTT_BROKER_URL = f"mqtt://127.0.0.1:{port}"
     queue = f"so-test-outage-{uuid.uuid4().hex[:8]}"
     with django_db_blocker.unblock():

@@ -5,8 +5,9 @@ import pytest
 from django.utils import timezone
 
 from subscriptions.models import Subscription
-from tests.helpers import SYSOP, as_system, assert_error
-from tests.subscriptions.helpers import PUSH_QUERY, push_element, push_subscribe
+from tests.factories import make_push_subscription
+from tests.helpers import SYSOP, as_system, assert_error, assert_forbidden
+from tests.subscriptions.helpers import PUSH_QUERY
 
 pytestmark = pytest.mark.django_db
 
@@ -26,8 +27,7 @@ def three(api, settings) -> list[str]:
              ("PlantManager", "ConsumerA", "pressureInfo")]
     ids = []
     for minutes, (owner, target, service) in enumerate(specs):
-        response = push_subscribe(api, push_element(target, service), owner=owner)
-        ids.append(response.json()["entries"][0]["id"])
+        ids.append(make_push_subscription(api, target, service, owner=owner))
         Subscription.objects.filter(id=ids[-1]).update(
             created_at=timezone.now() - dt.timedelta(minutes=10 - minutes))
     return ids
@@ -95,5 +95,4 @@ class PushQueryApiTests:
 
     def test_it_needs_management_permission(self, api, settings):
         settings.MANAGEMENT_POLICY = "sysop-only"
-        assert_error(query(api, headers=as_system("ConsumerA")), 403, "FORBIDDEN",
-                     "Requester has no management permission", ORIGIN)
+        assert_forbidden(query(api, headers=as_system("ConsumerA")), ORIGIN)

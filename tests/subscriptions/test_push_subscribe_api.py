@@ -2,13 +2,15 @@
 import pytest
 
 from subscriptions.models import Subscription
-from tests.helpers import SYSOP, as_system, assert_error
+from tests.factories import grant, make_push_subscription
+from tests.helpers import SYSOP, as_system, assert_error, assert_forbidden, assert_refused
 from tests.subscriptions.helpers import (
     HTTP_NOTIFY,
     PUSH_SUBSCRIBE,
     mqtt_notify,
     push_element,
     push_subscribe,
+    stored_subscriptions,
     subscribe,
     subscription_body,
 )
@@ -16,11 +18,6 @@ from tests.subscriptions.helpers import (
 pytestmark = pytest.mark.django_db
 
 ORIGIN = f"POST {PUSH_SUBSCRIBE}"
-
-
-def refused(response, message: str) -> None:
-    assert_error(response, 400, "INVALID_PARAMETER", message, ORIGIN)
-    assert not Subscription.objects.exists()
 
 
 class PushSubscribeApiTests:
@@ -69,9 +66,9 @@ class PushSubscribeApiTests:
     def test_it_tells_owners_apart_for_one_target_and_service(self, api, settings):
         settings.MANAGEMENT_WHITELIST = ["PlantManager"]
         own = subscribe(api, subscription_body()).content.decode()
-        by_sysop = push_subscribe(api, push_element()).json()["entries"][0]["id"]
-        by_manager = push_subscribe(api, push_element(), owner="PlantManager").json()
-        assert len({own, by_sysop, by_manager["entries"][0]["id"]}) == 3
+        by_sysop = make_push_subscription(api)
+        by_manager = make_push_subscription(api, owner="PlantManager")
+        assert len({own, by_sysop, by_manager}) == 3
         assert Subscription.objects.count() == 3
         # The consumer's own subscribe still overwrites its own one only.
         assert subscribe(api, subscription_body()).content.decode() == own
@@ -79,53 +76,61 @@ class PushSubscribeApiTests:
     def test_it_writes_nothing_when_one_element_is_invalid(self, api):
         bad = push_element("ConsumerB", notify={"protocol": "HTTP", "properties": {
             **HTTP_NOTIFY["properties"], "port": "0"}})
-        refused(push_subscribe(api, push_element("ConsumerA"), bad),
-                "Notify port is out of the valid range")  # PS4
+        assert_refused(lambda: push_subscribe(api, push_element("ConsumerA"), bad),  # PS4
+                       "Notify port is out of the valid range", ORIGIN,
+                       state=stored_subscriptions)
 
     def test_it_refuses_an_element_without_target(self, api):  # PS1
         element = subscription_body(notify=mqtt_notify())
-        refused(push_subscribe(api, element), "Target system name is missing")
-        refused(push_subscribe(api, {**element, "targetSystemName": "  "}),
-                "Target system name is missing")
+        assert_refused(lambda: push_subscribe(api, element), "Target system name is missing",
+                       ORIGIN, state=stored_subscriptions)
+        assert_refused(lambda: push_subscribe(api, {**element, "targetSystemName": "  "}),
+                       "Target system name is missing", ORIGIN, state=stored_subscriptions)
 
     def test_it_validates_the_target_name(self, api):
-        refused(push_subscribe(api, push_element("inv@lid")),
-                "The specified system name does not match the naming convention: Inv@lid")
+        assert_refused(lambda: push_subscribe(api, push_element("inv@lid")),
+                       "The specified system name does not match the naming convention: Inv@lid",
+                       ORIGIN, state=stored_subscriptions)
 
     def test_it_refuses_duplicates_in_the_request(self, api):  # PS2
-        refused(push_subscribe(api, push_element("TemperatureConsumer1", "service1"),
-                               push_element("TemperatureConsumer1", "service1")),
-                "Duplicated subscription request for system TemperatureConsumer1 and service "
-                "definition service1")
+        twice = push_element("TemperatureConsumer1", "service1")
+        assert_refused(lambda: push_subscribe(api, twice, twice),
+                       "Duplicated subscription request for system TemperatureConsumer1 and "
+                       "service definition service1", ORIGIN, state=stored_subscriptions)
         # Duplicates are found after normalization (the reference compares raw values).
-        refused(push_subscribe(api, push_element("consumer-a", None),
-                               push_element("ConsumerA", None)),
-                "Duplicated subscription request for system ConsumerA and service definition "
-                "null")
+        assert_refused(lambda: push_subscribe(api, push_element("consumer-a", None),
+                                              push_element("ConsumerA", None)),
+                       "Duplicated subscription request for system ConsumerA and service "
+                       "definition null", ORIGIN, state=stored_subscriptions)
 
     @pytest.mark.parametrize("body", [None, {}, {"subscriptions": None},
                                       {"subscriptions": []}, {"subscriptions": [None]}])
     def test_it_refuses_a_missing_payload(self, api, body):
-        response = api.post(PUSH_SUBSCRIBE, body, format="json", **SYSOP)
-        refused(response, "Request payload is missing")
+        assert_refused(lambda: api.post(PUSH_SUBSCRIBE, body, format="json", **SYSOP),
+                       "Request payload is missing", ORIGIN, state=stored_subscriptions)
 
     def test_it_refuses_a_null_body(self, api):
-        response = api.post(PUSH_SUBSCRIBE, "null", content_type="application/json", **SYSOP)
-        refused(response, "Request payload is missing")
+        assert_refused(lambda: api.post(PUSH_SUBSCRIBE, "null", content_type="application/json",
+                                        **SYSOP),
+                       "Request payload is missing", ORIGIN, state=stored_subscriptions)
 
     def test_it_checks_each_element_like_subscribe(self, api):
-        refused(push_subscribe(api, push_element(notify={"properties": {"topic": "t"}})),
-                "Notify protocol is missing")
-        refused(push_subscribe(api, push_element(duration=0)),
-                "Subscription duration must be greater than 0")
-        refused(push_subscribe(api, push_element(notify={"protocol": "smtp",
-                                                         "properties": {"to": "x"}})),
-                "Unsupported notify protocol: SMTP")
+        no_protocol = push_element(notify={"properties": {"topic": "t"}})
+        assert_refused(lambda: push_subscribe(api, no_protocol), "Notify protocol is missing",
+                       ORIGIN, state=stored_subscriptions)
+        assert_refused(lambda: push_subscribe(api, push_element(duration=0)),
+                       "Subscription duration must be greater than 0", ORIGIN,
+                       state=stored_subscriptions)
+        smtp = push_element(notify={"protocol": "smtp", "properties": {"to": "x"}})
+        assert_refused(lambda: push_subscribe(api, smtp), "Unsupported notify protocol: SMTP",
+                       ORIGIN, state=stored_subscriptions)
 
     def test_it_bounds_the_list(self, api, settings):
         settings.MAX_BULK_SIZE = 2
-        response = push_subscribe(api, *(push_element(f"Consumer{i}") for i in range(3)))
-        refused(response, "Too many entries: at most 2 may be created in one request")
+        assert_refused(lambda: push_subscribe(api, *(push_element(f"Consumer{i}")
+                                                     for i in range(3))),
+                       "Too many entries: at most 2 may be created in one request", ORIGIN,
+                       state=stored_subscriptions)
 
     def test_it_bounds_the_subscriptions_per_target_whoever_owns_them(self, api, settings):
         settings.MAX_SUBSCRIPTIONS_PER_SYSTEM = 2
@@ -141,17 +146,11 @@ class PushSubscribeApiTests:
     def test_it_needs_management_permission(self, api, settings):
         settings.MANAGEMENT_POLICY = "sysop-only"
         response = push_subscribe(api, push_element(), owner="TemperatureConsumer")
-        assert_error(response, 403, "FORBIDDEN", "Requester has no management permission",
-                     ORIGIN)
+        assert_forbidden(response, ORIGIN)
 
     def test_it_lets_a_system_with_the_add_permission_subscribe(self, api, settings):
-        from django.contrib.auth.models import Permission
-
-        from identity.models import User
-
         settings.MANAGEMENT_POLICY = "permission"
-        user = User.objects.create(username="PlantManager")
-        user.user_permissions.add(Permission.objects.get(codename="add_subscription"))
+        grant("PlantManager", "add_subscription")
         response = push_subscribe(api, push_element(), owner="PlantManager")
         assert response.status_code == 201
         assert response.json()["entries"][0]["ownerSystemName"] == "PlantManager"

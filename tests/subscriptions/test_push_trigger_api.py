@@ -11,10 +11,10 @@ from notifications.models import NotificationDelivery
 from orchestration.models import OrchestrationJob
 from subscriptions.models import Subscription
 from subscriptions.push_jobs import push_job_run, push_jobs_sweep
-from tests.endpoints import wait_for
-from tests.helpers import SYSOP, as_system, assert_error
-from tests.store.helpers import make_rules
-from tests.subscriptions.helpers import PUSH_TRIGGER, push_element, push_subscribe
+from tests.concurrency import wait_for
+from tests.factories import make_push_subscription, make_rules, make_subscription
+from tests.helpers import SYSOP, as_system, assert_error, assert_forbidden
+from tests.subscriptions.helpers import PUSH_TRIGGER, push_element
 
 ORIGIN = f"POST {PUSH_TRIGGER}"
 CONSUMER = "TemperatureConsumer"
@@ -24,13 +24,6 @@ Status = OrchestrationJob.Status
 
 def trigger(api, body, headers=SYSOP):
     return api.post(PUSH_TRIGGER, body, format="json", **headers)
-
-
-def subscribe_for(api, target: str = CONSUMER, notify: dict | None = None) -> str:
-    element = push_element(target, notify=notify) if notify else push_element(target)
-    response = push_subscribe(api, element)
-    assert response.status_code == 201, response.content
-    return response.json()["entries"][0]["id"]
 
 
 def age(job_id: str, seconds: int, **fields) -> None:
@@ -68,15 +61,14 @@ class PushTriggerValidationTests:
 
     def test_it_needs_management_permission(self, api, settings):
         settings.MANAGEMENT_POLICY = "sysop-only"
-        assert_error(trigger(api, {"targetSystems": [CONSUMER]}, as_system(CONSUMER)), 403,
-                     "FORBIDDEN", "Requester has no management permission", ORIGIN)
+        assert_forbidden(trigger(api, {"targetSystems": [CONSUMER]}, as_system(CONSUMER)), ORIGIN)
 
 
 @pytest.mark.django_db
 class PushTriggerTests:
     def test_it_queues_a_pending_push_job_per_subscription(self, api, settings):  # PT7
         settings.MANAGEMENT_WHITELIST = ["PlantManager"]
-        subscription = subscribe_for(api)
+        subscription = make_push_subscription(api)
         response = trigger(api, {"targetSystems": ["temperature-consumer"]},
                            as_system("PlantManager"))
         assert response.status_code == 201, response.content
@@ -92,8 +84,8 @@ class PushTriggerTests:
     def test_it_runs_the_job_after_the_commit_without_a_broker(
             self, api, http_sink, django_capture_on_commit_callbacks):
         make_rules((CONSUMER, INSTANCE, 1))
-        subscription = subscribe_for(api, notify={"protocol": "HTTP",
-                                                  "properties": http_sink.properties()})
+        subscription = make_push_subscription(api, notify={"protocol": "HTTP",
+                                                           "properties": http_sink.properties()})
         with django_capture_on_commit_callbacks(execute=True):
             job_id = trigger(api, {"subscriptionIds": [subscription]}).json()["jobs"][0]["id"]
         job = OrchestrationJob.objects.get(id=job_id)
@@ -108,7 +100,7 @@ class PushTriggerTests:
 
     def test_it_pushes_even_when_the_result_did_not_change(
             self, api, django_capture_on_commit_callbacks):
-        subscription = subscribe_for(api)
+        subscription = make_push_subscription(api)
         for _ in range(2):
             with django_capture_on_commit_callbacks(execute=False) as callbacks:
                 trigger(api, {"subscriptionIds": [subscription]})
@@ -119,7 +111,8 @@ class PushTriggerTests:
         assert NotificationDelivery.objects.count() == 2
 
     def test_it_reuses_a_pending_job_of_the_subscription(self, api):  # PT9
-        first, second = subscribe_for(api, "ConsumerA"), subscribe_for(api, "ConsumerB")
+        first, second = (make_push_subscription(api, "ConsumerA"),
+                         make_push_subscription(api, "ConsumerB"))
         queued = trigger(api, {"subscriptionIds": [first]}).json()["jobs"][0]
         response = trigger(api, {"subscriptionIds": [second, first]})
         assert response.status_code == 201
@@ -129,13 +122,13 @@ class PushTriggerTests:
         assert OrchestrationJob.objects.count() == 2
 
     def test_it_answers_201_with_only_reused_jobs(self, api):
-        subscription = subscribe_for(api)
+        subscription = make_push_subscription(api)
         queued = trigger(api, {"subscriptionIds": [subscription]}).json()["jobs"]
         again = trigger(api, {"subscriptionIds": [subscription]})
         assert (again.status_code, again.json()["jobs"]) == (201, queued)
 
     def test_it_does_not_reuse_a_stale_job(self, api, settings):
-        subscription = subscribe_for(api)
+        subscription = make_push_subscription(api)
         stale = trigger(api, {"subscriptionIds": [subscription]}).json()["jobs"][0]["id"]
         age(stale, settings.PUSH_JOB_STALE_SECONDS + 1)
         [new] = trigger(api, {"subscriptionIds": [subscription]}).json()["jobs"]
@@ -145,23 +138,21 @@ class PushTriggerTests:
         assert push_job_run(job_id=stale) is None  # its lost task, if it ever runs, does nothing
 
     def test_it_selects_by_ids_before_targets_and_ignores_unknown_ids(self, api):
-        first = subscribe_for(api, "ConsumerA")
-        subscribe_for(api, "ConsumerB")
+        first = make_push_subscription(api, "ConsumerA")
+        make_push_subscription(api, "ConsumerB")
         body = {"subscriptionIds": [first, str(uuid.uuid4())], "targetSystems": ["ConsumerB"]}
         jobs = trigger(api, body).json()["jobs"]
         assert [job["subscriptionId"] for job in jobs] == [first]
 
     def test_it_selects_every_subscription_for_the_targets_whoever_owns_them(self, api):
-        mine = subscribe_for(api, "ConsumerA")
-        own = api.post("/serviceorchestration/orchestration/subscribe",
-                       push_element("ConsumerA", "pressureInfo"), format="json",
-                       **as_system("ConsumerA")).content.decode()
-        subscribe_for(api, "ConsumerB")
+        mine = make_push_subscription(api, "ConsumerA")
+        own = make_subscription(api, push_element("ConsumerA", "pressureInfo"), "ConsumerA")
+        make_push_subscription(api, "ConsumerB")
         jobs = trigger(api, {"targetSystems": ["ConsumerA"]}).json()["jobs"]
         assert {job["subscriptionId"] for job in jobs} == {mine, own}
 
     def test_it_skips_expired_subscriptions(self, api):
-        subscription = subscribe_for(api)
+        subscription = make_push_subscription(api)
         Subscription.objects.update(expires_at=timezone.now() - dt.timedelta(seconds=1))
         response = trigger(api, {"subscriptionIds": [subscription]})
         assert (response.status_code, response.json()) == (201, {"jobs": []})
@@ -170,7 +161,7 @@ class PushTriggerTests:
 @pytest.mark.django_db
 class PushJobRunTests:
     def test_it_fails_the_job_when_its_subscription_is_gone(self, api):  # D5
-        subscription = subscribe_for(api)
+        subscription = make_push_subscription(api)
         job_id = trigger(api, {"subscriptionIds": [subscription]}).json()["jobs"][0]["id"]
         Subscription.objects.all().delete()
         assert push_job_run(job_id=job_id) == Status.ERROR
@@ -180,7 +171,7 @@ class PushJobRunTests:
         assert job.finished_at is not None and not NotificationDelivery.objects.exists()
 
     def test_it_fails_the_job_with_the_text_of_a_refusal(self, api):
-        subscription = subscribe_for(api)
+        subscription = make_push_subscription(api)
         job_id = trigger(api, {"subscriptionIds": [subscription]}).json()["jobs"][0]["id"]
         Subscription.objects.update(orchestration_request={"qosRequirements": {
             "maxLatencyMs": "5"}})
@@ -189,7 +180,7 @@ class PushJobRunTests:
             "Quality of service requirements are present, but QoS support is disabled")
 
     def test_it_runs_a_job_once(self, api):
-        subscription = subscribe_for(api)
+        subscription = make_push_subscription(api)
         job_id = trigger(api, {"subscriptionIds": [subscription]}).json()["jobs"][0]["id"]
         assert push_job_run(job_id=job_id) == Status.DONE
         assert push_job_run(job_id=job_id) is None
@@ -200,7 +191,7 @@ class PushJobRunTests:
 class PushJobSweepTests:
     def test_it_enqueues_a_lost_pending_job_again(self, api, settings,
                                                   django_capture_on_commit_callbacks):
-        subscription = subscribe_for(api)
+        subscription = make_push_subscription(api)
         job_id = trigger(api, {"subscriptionIds": [subscription]}).json()["jobs"][0]["id"]
         assert push_jobs_sweep() == 0  # fresh: its task may still come
         age(job_id, settings.PUSH_JOB_STALE_SECONDS + 1)
@@ -209,7 +200,7 @@ class PushJobSweepTests:
         assert OrchestrationJob.objects.get().status == Status.DONE
 
     def test_it_gives_up_a_job_stuck_in_progress(self, api, settings):
-        subscription = subscribe_for(api)
+        subscription = make_push_subscription(api)
         job_id = trigger(api, {"subscriptionIds": [subscription]}).json()["jobs"][0]["id"]
         then = timezone.now() - dt.timedelta(seconds=settings.PUSH_JOB_STALE_SECONDS + 1)
         age(job_id, settings.PUSH_JOB_STALE_SECONDS + 1, status=Status.IN_PROGRESS,
@@ -222,7 +213,7 @@ class PushJobSweepTests:
                                "stopped)")
 
     def test_it_gives_up_a_job_no_worker_started(self, api, settings):
-        subscription = subscribe_for(api)
+        subscription = make_push_subscription(api)
         job_id = trigger(api, {"subscriptionIds": [subscription]}).json()["jobs"][0]["id"]
         age(job_id, settings.PUSH_JOB_TIMEOUT_SECONDS + 1)
         assert push_jobs_sweep() == 0
@@ -251,7 +242,7 @@ class PushTriggerWithWorkerTests:
                                                                http_sink):
         make_rules((CONSUMER, INSTANCE, 1))
         notify = {"protocol": "HTTP", "properties": http_sink.properties("put", "/notify")}
-        subscription = subscribe_for(api, notify=notify)
+        subscription = make_push_subscription(api, notify=notify)
         [job] = trigger(api, {"targetSystems": [CONSUMER]}).json()["jobs"]
         assert job["status"] in ("PENDING", "IN_PROGRESS", "DONE")
         wait_for(lambda: OrchestrationJob.objects.get(id=job["id"]).status == Status.DONE,
@@ -267,8 +258,8 @@ class PushTriggerWithWorkerTests:
 
     def test_it_delivers_over_mqtt(self, api, celery_worker, mqtt_receiver):
         make_rules((CONSUMER, INSTANCE, 1))
-        subscribe_for(api, notify={"protocol": "MQTT",
-                                   "properties": {"topic": mqtt_receiver.topic}})
+        make_push_subscription(api, notify={"protocol": "MQTT",
+                                            "properties": {"topic": mqtt_receiver.topic}})
         trigger(api, {"targetSystems": [CONSUMER]})
         body = json.loads(mqtt_receiver.get().payload)
         assert body["receiver"] == CONSUMER

@@ -7,8 +7,10 @@ import pytest
 from notifications.models import NotificationDelivery
 from store.models import CatalogChange
 from subscriptions.models import Subscription
-from tests.endpoints import HttpSink, free_port, wait_for
+from tests.concurrency import wait_for
+from tests.endpoints import HttpSink
 from tests.helpers import SYSOP
+from tests.ports import reserved_port
 from tests.store.helpers import (
     CREATE,
     I_CREATE,
@@ -100,7 +102,7 @@ class PushWithWorkerTests:
         assert [r["serviceInstanceId"] for r in request.json()["results"]] == [A]
 
     def test_it_retries_until_the_endpoint_is_back(self, api, celery_worker):
-        port = free_port()
+        port = reserved_port()
         create_rule(api, A, 1)
         notify = {"protocol": "HTTP", "properties": {"address": "127.0.0.1", "port": port,
                                                      "method": "POST", "path": "/n"}}

@@ -4,7 +4,7 @@ from django.contrib.messages import get_messages
 from notifications.models import NotificationDelivery
 from subscriptions.models import Subscription
 from tests.fake_blacklist import blacklist  # noqa: F401  (fixture)
-from tests.store.helpers import make_rules
+from tests.factories import make_rules
 from tests.subscriptions.helpers import (
     mqtt_notify,
     push_element,

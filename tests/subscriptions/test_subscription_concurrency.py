@@ -1,17 +1,14 @@
 """Concurrent subscribes and unsubscribes of one subscription against the real PostgreSQL:
 a subscription that does not exist yet cannot be row-locked, so concurrent subscribes (with an
 unsubscribe between them) raced to insert it, and the loser's unique violation was a 500."""
-import threading
-
 import pytest
-from django.db import connection
 from rest_framework.test import APIClient
 
 from subscriptions import services
 from subscriptions.models import Subscription
 from subscriptions.requests import parse_subscribe_request
 from subscriptions.serializers import SubscribeSerializer
-from tests.store.concurrency import hold_first_caller, second_writer_waits
+from tests.concurrency import hold_first_caller, run_together, second_writer_waits
 from tests.subscriptions.helpers import UNSUBSCRIBE, subscribe, subscription_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -65,25 +62,18 @@ class SubscriptionRaceTests:
         assert stored.duration == 200
 
     def test_interleaved_subscribes_and_unsubscribes_never_get_a_server_error(self):
-        statuses: list[int] = []
+        def client() -> list[int]:
+            api, statuses = APIClient(), []
+            for _ in range(10):
+                answer = subscribe(api, subscription_body(), consumer="RaceConsumer")
+                statuses.append(answer.status_code)
+                if answer.status_code in (200, 201):
+                    gone = api.delete(f"{UNSUBSCRIBE}/{answer.content.decode()}",
+                                      HTTP_AUTHORIZATION="Bearer SYSTEM//RaceConsumer")
+                    statuses.append(gone.status_code)
+            return statuses
 
-        def client(rounds: int) -> None:
-            api = APIClient()
-            try:
-                for _ in range(rounds):
-                    answer = subscribe(api, subscription_body(), consumer="RaceConsumer")
-                    statuses.append(answer.status_code)
-                    if answer.status_code in (200, 201):
-                        gone = api.delete(f"{UNSUBSCRIBE}/{answer.content.decode()}",
-                                          HTTP_AUTHORIZATION="Bearer SYSTEM//RaceConsumer")
-                        statuses.append(gone.status_code)
-            finally:
-                connection.close()
-
-        threads = [threading.Thread(target=client, args=(10,)) for _ in range(8)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=120)
+        statuses = [status for outcome in run_together(*[client] * 8, timeout=120)
+                    for status in outcome]
         assert statuses and all(status < 500 for status in statuses), sorted(set(statuses))
         assert set(statuses) <= {200, 201, 204}

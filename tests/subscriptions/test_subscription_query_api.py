@@ -2,14 +2,9 @@
 restricted to the subscriptions the requester owns or is the target of."""
 import pytest
 
+from tests.factories import make_push_subscription, make_subscription
 from tests.helpers import as_system, assert_error
-from tests.subscriptions.helpers import (
-    SUBSCRIPTION_QUERY,
-    push_element,
-    push_subscribe,
-    subscribe,
-    subscription_body,
-)
+from tests.subscriptions.helpers import SUBSCRIPTION_QUERY
 
 pytestmark = pytest.mark.django_db
 
@@ -29,11 +24,10 @@ def ids_of(response) -> set[str]:
 @pytest.fixture
 def subscriptions(api) -> dict[str, str]:
     return {
-        "own": subscribe(api, subscription_body(), consumer="ConsumerA").content.decode(),
-        "for_a": push_subscribe(api, push_element("ConsumerA", "pressureInfo")).json()[
-            "entries"][0]["id"],
-        "for_b": push_subscribe(api, push_element("ConsumerB")).json()["entries"][0]["id"],
-        "of_b": subscribe(api, subscription_body(), consumer="ConsumerB").content.decode(),
+        "own": make_subscription(api, consumer="ConsumerA"),
+        "for_a": make_push_subscription(api, "ConsumerA", "pressureInfo"),
+        "for_b": make_push_subscription(api, "ConsumerB"),
+        "of_b": make_subscription(api, consumer="ConsumerB"),
     }
 
 
