@@ -46,6 +46,7 @@ MODULES: dict[str, list[str]] = {
         "tests/store/test_rule_query_api.py",
         "tests/store/test_rule_remove_api.py",
         "tests/store/test_rule_edges_api.py",
+        "tests/store/test_rule_services_mutants.py",
     ],
     "orchestration/pull.py": [
         "tests/orchestration/test_pull_catalog_api.py",
@@ -56,6 +57,7 @@ MODULES: dict[str, list[str]] = {
         "tests/orchestration/test_pull_exclusivity_api.py",
         "tests/orchestration/test_pull_qos_edges_api.py",
         "tests/orchestration/test_pull_snapshot.py",
+        "tests/orchestration/test_pull_mutants.py",
     ],
     "subscriptions/services.py": [
         "tests/subscriptions/test_subscribe_api.py",
@@ -64,6 +66,12 @@ MODULES: dict[str, list[str]] = {
         "tests/subscriptions/test_push_trigger_api.py",
         "tests/subscriptions/test_subscription_query_api.py",
         "tests/subscriptions/test_push_query_api.py",
+        "tests/subscriptions/test_subscribe_statement.py",
+        "tests/subscriptions/test_notify_targets.py",
+        "tests/subscriptions/test_batch_evaluation.py",
+        "tests/subscriptions/test_automatic_push.py",
+        "tests/subscriptions/test_subscription_concurrency.py",
+        "tests/subscriptions/test_services_mutants.py",
     ],
 }
 

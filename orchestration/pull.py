@@ -234,8 +234,8 @@ def _choose(group: list[Candidate], run: _OrchestrationRun) -> Candidate | None:
 def _exclusivity_and_matchmaking(candidates: list[Candidate],
                                  run: _OrchestrationRun) -> list[Candidate]:
     request = run.request
-    if request.has("ONLY_EXCLUSIVE"):
-        candidates = [c for c in candidates if c.held_by_consumer or c.reservable_seconds]
+    # ONLY_EXCLUSIVE (which comes with a duration) is applied per service definition by
+    # _choose: one with nothing reservable gives no result and `not_exclusive`.
     matchmaking = request.has("MATCHMAKING")
     if request.exclusivity_duration is not None and not matchmaking:
         matchmaking = True
