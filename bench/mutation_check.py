@@ -72,6 +72,7 @@ MODULES: dict[str, list[str]] = {
         "tests/subscriptions/test_automatic_push.py",
         "tests/subscriptions/test_subscription_concurrency.py",
         "tests/subscriptions/test_services_mutants.py",
+        "tests/serviceregistry/test_pull_lookup_api.py",
     ],
 }
 

@@ -11,7 +11,7 @@ from orchestration.models import OrchestrationJob
 from serviceregistry import client, instances, peers
 from store.models import CatalogChange
 from subscriptions.models import Subscription
-from subscriptions.services import changes_process
+from subscriptions.services import changes_process, subscriptions_evaluate_flagged
 from tests.helpers import assert_error
 from tests.orchestration.helpers import PULL, instance_ids, pull
 from tests.orchestration.test_pull_java_api import (
@@ -225,6 +225,18 @@ class SubscriptionEvaluationTests:
         [delivery] = NotificationDelivery.objects.all()
         [result] = delivery.payload["payload"]["results"]
         assert (result["metadata"], result["interfaces"]) == ({"v": 1}, [sr_http()])
+
+    def test_an_evaluation_reads_what_the_registry_holds_now_not_its_cache(
+            self, registry, subscription, settings):
+        """The subscribe's lookup cached version 1; the registry has version 2 since. The
+        flagged subscription is evaluated with a fresh lookup, so version 2 is pushed (from
+        the cache nothing would differ from what was pushed, and nothing would go out)."""
+        settings.SERVICE_REGISTRY_CACHE_SECONDS = 3600
+        registry.put_instance(ONE, interfaces=[sr_http()], metadata={"v": 2})
+        Subscription.objects.update(needs_evaluation=True)
+        assert subscriptions_evaluate_flagged() == 1
+        latest = NotificationDelivery.objects.order_by("-created_at").first()
+        assert latest.payload["payload"]["results"][0]["metadata"] == {"v": 2}
 
     def test_it_keeps_the_subscription_flagged_while_the_registry_is_down(self, registry,
                                                                           subscription):
