@@ -122,12 +122,15 @@ class ClientExamplesTests:
             assert result["serviceInstanceId"] == instance_id
             token = result["authorizationTokens"]["TIME_LIMITED_TOKEN_AUTH"]["query"]["token"]
 
-            verified = run("provider.py", *provider_args, "--no-register", "--verify", token)
+            verified = run("provider.py", *provider_args, "--no-register", f"--verify={token}")
             assert verified.returncode == 0, verified.stderr
             assert verified.stdout.startswith(
                 f"token verified: consumer={consumer} service={service} scope=query ")
             refused = run("provider.py", *provider_args, "--no-register", "--verify", "forged")
             assert (refused.returncode, refused.stdout) == (0, "token not verified\n")
+            # tokens are URL-safe base64, so one in 64 begins with '-': the '=' form takes it
+            dashed = run("provider.py", *provider_args, "--no-register", "--verify=-forged")
+            assert (dashed.returncode, dashed.stdout) == (0, "token not verified\n")
 
             topic = f"test/examples/{uuid.uuid4().hex}"
             consumer_log = tmp_path / "consumer.log"
@@ -221,7 +224,7 @@ class ClientExamplesTests:
     def test_it_identifies_with_an_identity_token(self, token_policy_url, names):
         raw, _ = identity_token_issue(system_name="ExampleOperator", operator=True,
                                       ttl_seconds=600)
-        listed = run("sorch.py", "--url", token_policy_url, "--token", raw, "rules", "list",
+        listed = run("sorch.py", "--url", token_policy_url, f"--token={raw}", "rules", "list",
                      "--consumer", names["consumer"])
         assert (listed.returncode, listed.stdout) == (0, "0 rule(s)\n")
         refused = run("sorch.py", "--url", token_policy_url, "--token", "unknown", "rules",

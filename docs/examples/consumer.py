@@ -90,7 +90,8 @@ def main() -> int:
     parser.add_argument("--url", default=DEFAULT_URL)
     identity = parser.add_mutually_exclusive_group(required=True)
     identity.add_argument("--system", help="declared identity (Bearer SYSTEM//<name>)")
-    identity.add_argument("--token", help="identity token (Bearer IDENTITY-TOKEN//<token>)")
+    identity.add_argument("--token", help="identity token (Bearer IDENTITY-TOKEN//<token>), "
+                                          "written --token=TOKEN (it may begin with '-')")
     parser.add_argument("--mqtt", default=DEFAULT_MQTT, help="broker of the pushes")
     parser.add_argument("--service", required=True, help="service definition to consume")
     parser.add_argument("--topic", help="MQTT topic of the pushes (default: a fresh one)")

@@ -3,7 +3,7 @@
 
 1. registers its service instance (one `generic_http` interface with a `query` operation) in
    the orchestrator's catalog; registering again replaces it (new metadata, expiry, ...);
-2. `--verify TOKEN`: asks the orchestrator whether an authorization token a consumer presented
+2. `--verify=TOKEN`: asks the orchestrator whether an authorization token a consumer presented
    was issued for this provider, and prints the answer;
 3. `--serve`: serves the `query` operation on `--address`:`--port`; under a token policy
    (`--policy TIME_LIMITED_TOKEN_AUTH`) every request must carry `Authorization: Bearer
@@ -123,7 +123,8 @@ def main() -> int:
     identity = parser.add_mutually_exclusive_group(required=True)
     identity.add_argument("--system", help="declared identity (Bearer SYSTEM//<name>); also "
                                            "the provider's name")
-    identity.add_argument("--token", help="identity token (Bearer IDENTITY-TOKEN//<token>); "
+    identity.add_argument("--token", help="identity token (Bearer IDENTITY-TOKEN//<token>), "
+                                          "written --token=TOKEN; "
                                           "give the provider's name with --name")
     parser.add_argument("--name", help="provider name when identified by --token")
     parser.add_argument("--service", required=True, help="service definition provided")
@@ -135,7 +136,8 @@ def main() -> int:
                         help="security policy of the interface (NONE: no token)")
     parser.add_argument("--metadata", action="append", default=[], help="KEY=VALUE")
     parser.add_argument("--no-register", action="store_true", help="skip registering")
-    parser.add_argument("--verify", metavar="TOKEN", help="verify one token and print it")
+    parser.add_argument("--verify", metavar="TOKEN", help="verify one token and print it; write --verify=TOKEN, "
+                                                       "as a token may begin with '-'")
     parser.add_argument("--serve", action="store_true", help="serve the query operation")
     args = parser.parse_args()
     if args.token and not args.name and not args.no_register:

@@ -412,7 +412,8 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--url", default=DEFAULT_URL, help=f"the service (default {DEFAULT_URL})")
     identity = top.add_mutually_exclusive_group()
     identity.add_argument("--system", help="declared identity: Bearer SYSTEM//<name>")
-    identity.add_argument("--token", help="identity token: Bearer IDENTITY-TOKEN//<token>")
+    identity.add_argument("--token", help="identity token: Bearer IDENTITY-TOKEN//<token>, "
+                                          "written --token=TOKEN (it may begin with '-')")
     top.add_argument("--mqtt", default=DEFAULT_MQTT,
                      help=f"MQTT broker of the pushes (default {DEFAULT_MQTT})")
     top.add_argument("--json", action="store_true", help="print the service's answers as JSON")
