@@ -40,7 +40,7 @@ def configured_handlers_detached() -> Iterator[None]:
     handlers = configured_handlers()
     root = logging.getLogger()
     for handler in handlers:
-        handler.flush()
+        handler.flush(timeout=30.0)
         root.removeHandler(handler)
     try:
         yield

@@ -30,6 +30,9 @@ pytestmark = [pytest.mark.django_db(transaction=True),
 
 PROBE_LOGGER = "serviceorchestration.probe"
 REPORT = "general.log_handler:"
+# generous: the writer thread competes with the whole suite for two cores; a flush returns
+# as soon as the queue is written, so a healthy run never waits this long
+WRITTEN_WITHIN = 30.0
 
 
 @pytest.fixture
@@ -86,7 +89,7 @@ class DatabaseLogHandlerTests:
     def test_it_stores_a_warning_logged_while_serving_a_request(self, api, handler):
         before = timezone.now()
         log_probe(api, HTTP_X_REQUEST_ID="req-7")
-        assert handler.flush()
+        assert handler.flush(timeout=WRITTEN_WITHIN)
         entry = LogEntry.objects.get(logger=PROBE_LOGGER)
         assert (entry.severity, entry.level) == ("WARN", logging.WARNING)
         assert entry.message == "[req-7] probe record 0 of Sysop"
@@ -95,7 +98,7 @@ class DatabaseLogHandlerTests:
 
     def test_it_makes_the_record_readable_through_the_logs_query(self, api, handler):
         log_probe(api, "?level=ERROR", HTTP_X_REQUEST_ID="req-8")
-        assert handler.flush()
+        assert handler.flush(timeout=WRITTEN_WITHIN)
         body = post_logs(api, {"logger": "PROBE", "severity": "error"}).json()
         assert body["count"] == 1
         assert (body["entries"][0]["severity"], body["entries"][0]["message"]) == (
@@ -104,14 +107,14 @@ class DatabaseLogHandlerTests:
     def test_it_does_not_store_records_below_log_db_level(self, api, handler):
         log_probe(api, "?level=INFO&times=3")
         log_probe(api, "?level=DEBUG")
-        assert handler.flush()
+        assert handler.flush(timeout=WRITTEN_WITHIN)
         assert not LogEntry.objects.filter(logger=PROBE_LOGGER).exists()
 
     def test_it_keeps_the_record_when_the_transaction_that_logged_rolls_back(self, handler):
         with pytest.raises(RuntimeError), transaction.atomic():
             logging.getLogger("tests.general.rollback").error("kept")
             raise RuntimeError("rolled back")
-        assert handler.flush()
+        assert handler.flush(timeout=WRITTEN_WITHIN)
         assert LogEntry.objects.get(logger="tests.general.rollback").message == "kept"
 
     def test_it_stores_the_traceback(self, handler):
@@ -119,7 +122,7 @@ class DatabaseLogHandlerTests:
             raise ValueError("bad value")
         except ValueError:
             logging.getLogger("tests.general.trace").exception("failed")
-        assert handler.flush()
+        assert handler.flush(timeout=WRITTEN_WITHIN)
         entry = LogEntry.objects.get(logger="tests.general.trace")
         assert (entry.severity, entry.message) == ("ERROR", "failed")
         assert entry.exception.startswith("Traceback (most recent call last):")
@@ -136,7 +139,7 @@ class DatabaseLogHandlerTests:
                 logger.log(level, "at %d", level)
         finally:
             logger.setLevel(logging.NOTSET)
-        assert fresh_handler.flush()
+        assert fresh_handler.flush(timeout=WRITTEN_WITHIN)
         stored = LogEntry.objects.filter(logger="tests.general.levels").order_by("id")
         assert [(entry.severity, entry.level) for entry in stored] == [
             ("DEBUG", 10), ("INFO", 20), ("WARN", 30), ("ERROR", 40), ("FATAL", 50),
@@ -145,7 +148,7 @@ class DatabaseLogHandlerTests:
 
     def test_it_cuts_huge_messages(self, handler):
         logging.getLogger("tests.general.huge").warning("x" * (10 * MAX_MESSAGE_LENGTH))
-        assert handler.flush()
+        assert handler.flush(timeout=WRITTEN_WITHIN)
         message = LogEntry.objects.get(logger="tests.general.huge").message
         assert len(message) == MAX_MESSAGE_LENGTH
         assert message.endswith("x…")
@@ -154,7 +157,7 @@ class DatabaseLogHandlerTests:
         written = handler.written
         logging.getLogger("django.db.backends").error("statement failed")
         logging.getLogger("django.db.backends.schema").error("statement failed")
-        assert handler.flush()
+        assert handler.flush(timeout=WRITTEN_WITHIN)
         assert handler.written == written
         assert not LogEntry.objects.filter(logger__startswith="django.db").exists()
 
@@ -167,20 +170,20 @@ class DatabaseLogHandlerTests:
 
         monkeypatch.setattr(DatabaseLogHandler, "_write", write_and_log)
         logging.getLogger("tests.general.loop").warning("the record")
-        assert fresh_handler.flush()
+        assert fresh_handler.flush(timeout=WRITTEN_WITHIN)
         assert (fresh_handler.written, fresh_handler.dropped) == (1, 0)
         assert not LogEntry.objects.filter(logger="psycopg").exists()
 
     def test_it_starts_a_writer_of_its_own_in_a_forked_child(self, handler):
         logger = logging.getLogger("tests.general.fork")
         logger.warning("from the parent")
-        assert handler.flush()
+        assert handler.flush(timeout=WRITTEN_WITHIN)
         pid = os.fork()
         if pid == 0:  # the child: the parent's writer thread does not exist here
             code = 1
             try:
                 logger.warning("from the child")
-                code = 0 if handler.flush(timeout=10) and handler.written == 1 else 2
+                code = 0 if handler.flush(timeout=WRITTEN_WITHIN) and handler.written == 1 else 2
             finally:
                 os._exit(code)
         _, status = os.waitpid(pid, 0)
@@ -208,7 +211,7 @@ class DatabaseLogHandlerFailureTests:
             log_probe(api, "?times=3")
             assert time.monotonic() - started < 1.0
             assert not fresh_handler.flush(timeout=0.3)  # the writer waits for the lock
-        assert fresh_handler.flush(timeout=10)
+        assert fresh_handler.flush(timeout=WRITTEN_WITHIN)
         assert (fresh_handler.written, fresh_handler.dropped) == (3, 0)
         assert LogEntry.objects.filter(logger=PROBE_LOGGER).count() == 3
 
@@ -221,7 +224,7 @@ class DatabaseLogHandlerFailureTests:
                 logger.warning("record %d", n)
             assert time.monotonic() - started < 0.5
             assert handler.dropped >= 50 - 5 - 10
-        assert handler.flush(timeout=10)
+        assert handler.flush(timeout=WRITTEN_WITHIN)
         assert handler.written + handler.dropped == 50
         assert LogEntry.objects.filter(logger="tests.general.full").count() == handler.written
         errors = capfd.readouterr().err
@@ -233,16 +236,16 @@ class DatabaseLogHandlerFailureTests:
                                                                           capfd):
         with log_table_missing():
             log_probe(api, "?times=2")
-            assert fresh_handler.flush()
+            assert fresh_handler.flush(timeout=WRITTEN_WITHIN)
             log_probe(api)
-            assert fresh_handler.flush()
+            assert fresh_handler.flush(timeout=WRITTEN_WITHIN)
             assert (fresh_handler.written, fresh_handler.dropped) == (0, 3)
         errors = capfd.readouterr().err
         assert errors.count(REPORT) == 1
         assert 'relation "general_logentry" does not exist' in errors
         # The writer goes on once the table is back.
         log_probe(api)
-        assert fresh_handler.flush()
+        assert fresh_handler.flush(timeout=WRITTEN_WITHIN)
         assert (fresh_handler.written, fresh_handler.dropped) == (1, 3)
         assert LogEntry.objects.filter(logger=PROBE_LOGGER).count() == 1
         assert REPORT not in capfd.readouterr().err
