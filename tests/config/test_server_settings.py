@@ -1,11 +1,7 @@
 """The HTTP server's settings: invalid values stop the process at start-up, naming the variable."""
-import os
-import subprocess
-import sys
-
 import pytest
 
-from tests.worker import ROOT
+from tests.startup import assert_start_refused
 
 
 @pytest.mark.parametrize("name, value", [
@@ -18,9 +14,4 @@ from tests.worker import ROOT
     ("SERVER_MAX_CONNECTIONS", "none"),
 ])
 def test_an_invalid_server_setting_stops_the_start(name, value):
-    result = subprocess.run(
-        [sys.executable, "-c", "import config.gunicorn"], cwd=ROOT, capture_output=True,
-        text=True, timeout=60, env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings",
-                                    name: value})
-    assert result.returncode != 0
-    assert name in result.stderr
+    assert_start_refused(name, code="import config.gunicorn", **{name: value})

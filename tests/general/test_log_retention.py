@@ -1,7 +1,4 @@
 import datetime as dt
-import os
-import subprocess
-import sys
 
 import pytest
 from django.conf import settings as django_settings
@@ -14,7 +11,7 @@ from general.models import LogEntry
 from general.services import log_remove_old
 from general.tasks import remove_old_logs_task
 from tests.general.helpers import make_entry
-from tests.worker import ROOT
+from tests.startup import assert_start_refused, started
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("quiet_log_table")]
 
@@ -77,22 +74,12 @@ class LogRetentionTests:
 @pytest.mark.parametrize("name, value", [("LOG_DB_MAX_AGE_DAYS", "-1"),
                                          ("LOG_DB_LEVEL", "LOUD")])
 def test_an_invalid_log_setting_stops_the_start(name, value):
-    result = _start_django(f"{name}={value}", **{name: value})
-    assert result.returncode != 0
-    assert name in result.stderr
+    assert_start_refused(name, **{name: value})
 
 
 def test_log_db_level_off_stores_nothing():
-    result = _start_django("LOG_DB_LEVEL=OFF", LOG_DB_LEVEL="off")
+    # prints the levels of the root logger's database handlers
+    result = started("import django, logging; django.setup(); from general.log_handler "
+                     "import DatabaseLogHandler; print([h.level for h in logging.getLogger()"
+                     ".handlers if isinstance(h, DatabaseLogHandler)])", LOG_DB_LEVEL="off")
     assert result.stdout.strip() == "[]", result.stderr
-
-
-def _start_django(label: str, **env: str) -> subprocess.CompletedProcess:
-    """Django set up in a process of its own with `env`; prints the root logger's database
-    handlers."""
-    code = ("import django, logging; django.setup(); from general.log_handler import "
-            "DatabaseLogHandler; print([h.level for h in logging.getLogger().handlers "
-            "if isinstance(h, DatabaseLogHandler)])")
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60,
-                          env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", **env})

@@ -2,10 +2,7 @@
 NOTIFICATION_MAX_AGE_DAYS go, work still to do stays; and the subscription indexes that keep
 a push's own queries from reading the subscription's history."""
 import datetime as dt
-import os
 import re
-import subprocess
-import sys
 import uuid
 
 import pytest
@@ -16,7 +13,7 @@ from config.settings import CELERY_BEAT_SCHEDULE
 from notifications.models import NotificationDelivery
 from notifications.retention import deliveries_remove_old
 from notifications.tasks import remove_old_deliveries_task
-from tests.worker import ROOT
+from tests.startup import assert_start_refused
 
 pytestmark = pytest.mark.django_db
 
@@ -131,9 +128,4 @@ class SubscriptionIndexTests:
 
 @pytest.mark.parametrize("value", ["-1", "soon"])
 def test_an_invalid_max_age_stops_the_start(value):
-    result = subprocess.run(
-        [sys.executable, "-c", "import django; django.setup()"], cwd=ROOT, capture_output=True,
-        text=True, timeout=60, env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings",
-                                    "NOTIFICATION_MAX_AGE_DAYS": value})
-    assert result.returncode != 0
-    assert "NOTIFICATION_MAX_AGE_DAYS" in result.stderr
+    assert_start_refused("NOTIFICATION_MAX_AGE_DAYS", NOTIFICATION_MAX_AGE_DAYS=value)

@@ -1,13 +1,9 @@
 """Per-destination concurrency limit and circuit breaker of HTTP(S) notifications."""
-import os
 import socket
-import subprocess
-import sys
 import time
 from datetime import timedelta
 
 import pytest
-from django.conf import settings as django_settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -18,6 +14,7 @@ from notifications.transports import TransportError, http_destination, send
 from tests.concurrency import run_together
 from tests.endpoints import BODY, SilentTcpServer, make_delivery
 from tests.ports import reserved_port
+from tests.startup import assert_start_refused
 
 pytestmark = pytest.mark.django_db
 
@@ -137,13 +134,8 @@ class ConnectTimeoutTests:
 class LeaseSettingTests:
     @pytest.mark.parametrize("value", ["2", "0"])
     def test_a_lease_under_three_seconds_is_refused_at_start_up(self, value):
-        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings",
-               "NOTIFICATION_SENDING_LEASE_SECONDS": value}
-        result = subprocess.run([sys.executable, "-c", "import django; django.setup()"],
-                                cwd=django_settings.BASE_DIR, env=env, capture_output=True,
-                                text=True, timeout=60)
-        assert result.returncode != 0
-        assert "NOTIFICATION_SENDING_LEASE_SECONDS must be" in result.stderr
+        assert_start_refused("NOTIFICATION_SENDING_LEASE_SECONDS must be",
+                             NOTIFICATION_SENDING_LEASE_SECONDS=value)
 
 
 @pytest.mark.django_db(transaction=True)

@@ -1,7 +1,4 @@
 import datetime as dt
-import os
-import subprocess
-import sys
 
 import pytest
 from django.utils import timezone
@@ -11,7 +8,7 @@ from orchestration.models import OrchestrationJob
 from orchestration.retention import jobs_remove_old
 from orchestration.tasks import remove_old_jobs_task
 from tests.orchestration.history_helpers import EPOCH, make_job, make_push_job
-from tests.worker import ROOT
+from tests.startup import assert_start_refused
 
 pytestmark = pytest.mark.django_db
 
@@ -90,9 +87,4 @@ class JobRetentionTests:
 
 @pytest.mark.parametrize("value", ["-1", "soon"])
 def test_an_invalid_max_age_stops_the_start(value):
-    result = subprocess.run(
-        [sys.executable, "-c", "import django; django.setup()"], cwd=ROOT, capture_output=True,
-        text=True, timeout=60, env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings",
-                                    "HISTORY_MAX_AGE_DAYS": value})
-    assert result.returncode != 0
-    assert "HISTORY_MAX_AGE_DAYS" in result.stderr
+    assert_start_refused("HISTORY_MAX_AGE_DAYS", HISTORY_MAX_AGE_DAYS=value)

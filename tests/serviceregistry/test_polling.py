@@ -1,9 +1,6 @@
 """Polling the ServiceRegistry for the instances behind live subscriptions (issue 12 item 3):
 a changed, new or revoked instance becomes a catalog change, and the subscriptions behind it
 are pushed when their result changed. The fake SR answers over real HTTP; tasks run eagerly."""
-import os
-import subprocess
-import sys
 
 import pytest
 
@@ -16,7 +13,7 @@ from subscriptions.services import changes_process
 from tests.factories import make_rules
 from tests.store.helpers import http_interface
 from tests.subscriptions.helpers import mqtt_notify, subscribe, subscription_body
-from tests.worker import ROOT
+from tests.startup import started
 
 pytestmark = pytest.mark.django_db
 
@@ -97,11 +94,10 @@ class PollingTests:
 
 
 def beat_entries(**env: str) -> str:
-    return subprocess.run(
-        [sys.executable, "-c", "from django.conf import settings; "
-                               "print(sorted(settings.CELERY_BEAT_SCHEDULE))"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", **env}).stdout
+    result = started("from django.conf import settings; "
+                     "print(sorted(settings.CELERY_BEAT_SCHEDULE))", **env)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
 
 
 class PollScheduleTests:

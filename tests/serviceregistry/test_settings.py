@@ -1,19 +1,13 @@
 """The ServiceRegistry settings: invalid values stop the start, naming the variable."""
 import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.worker import ROOT
+from tests.startup import assert_start_refused, started
 
-
-def start(**env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", "import config.gunicorn; from django.conf import settings; "
-                               "print(settings.SERVICE_ADDRESS)"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", **env})
+# The server's settings read as it starts them; prints the address it registers.
+SERVICE_ADDRESS_PRINTED = ("import config.gunicorn; from django.conf import settings; "
+                           "print(settings.SERVICE_ADDRESS)")
 
 
 @pytest.mark.parametrize("env, name", [
@@ -32,9 +26,7 @@ def start(**env: str) -> subprocess.CompletedProcess:
      "SERVICE_REGISTRY_RETRY_MAX_SECONDS"),
 ])
 def test_an_invalid_service_registry_setting_stops_the_start(env, name):
-    result = start(**env)
-    assert result.returncode != 0
-    assert "ImproperlyConfigured" in result.stderr and name in result.stderr
+    assert_start_refused("ImproperlyConfigured", name, code=SERVICE_ADDRESS_PRINTED, **env)
 
 
 @pytest.mark.parametrize("env, address", [
@@ -43,6 +35,6 @@ def test_an_invalid_service_registry_setting_stops_the_start(env, name):
     ({"HOST": "0.0.0.0", "SERVICE_ADDRESS": "orchestrator.local"}, "orchestrator.local"),
 ])
 def test_service_address_defaults_to_host_or_the_host_name(env, address):
-    result = start(**env)
+    result = started(SERVICE_ADDRESS_PRINTED, **env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == address
