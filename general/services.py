@@ -3,7 +3,8 @@ import datetime as dt
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.utils import timezone
+
+from config.retention import rows_remove_old
 
 from general.models import LogEntry
 
@@ -18,13 +19,5 @@ def log_remove_old(*, batch_size: int = RETENTION_BATCH_SIZE,
     days = settings.LOG_DB_MAX_AGE_DAYS
     if days < 0:
         raise ImproperlyConfigured(f"LOG_DB_MAX_AGE_DAYS must not be negative, got {days}")
-    if days == 0:
-        return 0
-    cutoff = (now or timezone.now()) - dt.timedelta(days=days)
-    removed = 0
-    while True:
-        batch = LogEntry.objects.filter(entry_date__lt=cutoff).order_by("id").values("id")
-        deleted, _ = LogEntry.objects.filter(id__in=batch[:batch_size]).delete()
-        removed += deleted
-        if deleted < batch_size:
-            return removed
+    return rows_remove_old(LogEntry.objects.all(), age_field="entry_date", max_age_days=days,
+                           batch_size=batch_size, max_batches=None, now=now)

@@ -8,9 +8,8 @@ SENDING) are never deleted, whatever their age: they are work still to do.
 import datetime as dt
 
 from django.conf import settings
-from django.utils import timezone
 
-from config.batch_delete import delete_in_batches
+from config.retention import rows_remove_old
 
 from notifications.models import NotificationDelivery
 
@@ -23,12 +22,9 @@ MAX_BATCHES = 50  # per run: at most 100 000 rows, the rest at the next run
 def deliveries_remove_old(*, now: dt.datetime | None = None, batch_size: int = BATCH_SIZE,
                           max_batches: int = MAX_BATCHES) -> int:
     """Delete the finished deliveries created before the cutoff, the oldest first (read
-    through the created_at index), each batch in its own short transaction; 0 days keeps
-    them all. Returns how many were deleted."""
-    max_age = settings.NOTIFICATION_MAX_AGE_DAYS
-    if max_age == 0:
-        return 0
-    cutoff = (now or timezone.now()) - dt.timedelta(days=max_age)
-    old = NotificationDelivery.objects.filter(status__in=FINISHED, created_at__lt=cutoff)
-    return delete_in_batches(old, oldest_first_by="created_at", batch_size=batch_size,
-                             max_batches=max_batches)
+    through the created_at index), each batch one short statement; 0 days keeps them all.
+    Returns how many were deleted."""
+    return rows_remove_old(NotificationDelivery.objects.filter(status__in=FINISHED),
+                           age_field="created_at",
+                           max_age_days=settings.NOTIFICATION_MAX_AGE_DAYS,
+                           batch_size=batch_size, max_batches=max_batches, now=now)
