@@ -17,13 +17,14 @@ import uuid
 from collections.abc import Sequence
 from datetime import timedelta
 
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from config.metrics import deliveries_recorded
 from notifications import transports
 from notifications.heartbeat import ClaimHeartbeat
 from notifications.models import NotificationDelivery
+from notifications.selectors import deliveries_neighbours
 from notifications.services import (
     EXPIRED,
     SUPERSEDED,
@@ -78,24 +79,17 @@ def _claim(delivery_ids: Sequence[uuid.UUID | str]) -> list[NotificationDelivery
 def _neighbours(claimed: list[NotificationDelivery]) -> tuple[set[uuid.UUID], set[uuid.UUID]]:
     """The claimed deliveries that have a newer one of their subscription, and those with an
     older one still being sent (one query for all)."""
-    by_subscription: dict[uuid.UUID, list[NotificationDelivery]] = {}
-    for delivery in claimed:
-        by_subscription.setdefault(delivery.subscription_id, []).append(delivery)
-    oldest = min(delivery.created_at for delivery in claimed)
-    others = (NotificationDelivery.objects
-              .filter(subscription_id__in=list(by_subscription))
-              .filter(Q(created_at__gt=oldest) | Q(status=Status.SENDING))
-              .exclude(id__in=[delivery.id for delivery in claimed])
-              .values_list("subscription_id", "created_at", "status"))
     newer, older_in_flight = set(), set()
-    for subscription_id, created_at, status in others:
-        for delivery in by_subscription[subscription_id]:
-            if created_at > delivery.created_at:
-                newer.add(delivery.id)
-            elif status == Status.SENDING and created_at < delivery.created_at:
-                older_in_flight.add(delivery.id)
-    for deliveries in by_subscription.values():  # two of one subscription in this batch
-        for delivery in deliveries[:-1]:
+    for delivery_id, has_newer, waits in deliveries_neighbours([d.id for d in claimed]):
+        if has_newer:
+            newer.add(delivery_id)
+        elif waits:
+            older_in_flight.add(delivery_id)
+    by_subscription: dict[uuid.UUID, list[NotificationDelivery]] = {}
+    for delivery in claimed:  # `claimed` is by created_at
+        by_subscription.setdefault(delivery.subscription_id, []).append(delivery)
+    for deliveries in by_subscription.values():  # two of one subscription in this batch,
+        for delivery in deliveries[:-1]:  # even created at the same instant: the last goes
             newer.add(delivery.id)
     return newer, older_in_flight
 

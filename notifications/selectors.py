@@ -3,7 +3,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, Min, Q
+from django.db.models import Count, Exists, Min, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from notifications.models import NotificationDelivery
@@ -63,3 +63,52 @@ def delivery_backlog(*, now: datetime) -> dict[tuple[str, str], BacklogGroup]:
             .values_list("status", "protocol", "count", "due", "oldest"))
     return {(status, protocol): BacklogGroup(count, due, oldest)
             for status, protocol, count, due, oldest in rows}
+
+
+# --- a subscription's own deliveries, as every push and send asks for them ---------------------
+# Each is read through the subscription indexes (models.py: delivery_subscription,
+# delivery_unfinished), never through the subscription's history nor the whole backlog:
+# tests/notifications/test_delivery_retention.py reads their plans.
+
+
+def deliveries_pending(*, subscription_ids: list[uuid.UUID]) -> QuerySet[NotificationDelivery]:
+    """The subscriptions' PENDING deliveries (a new push supersedes them)."""
+    return NotificationDelivery.objects.filter(subscription_id__in=subscription_ids,
+                                               status=NotificationDelivery.Status.PENDING)
+
+
+def deliveries_newer(delivery: NotificationDelivery) -> QuerySet[NotificationDelivery]:
+    """Its subscription's deliveries created after it (it would deliver an outdated result)."""
+    return _newer(delivery.subscription_id, delivery.created_at)
+
+
+def deliveries_older_in_flight(delivery: NotificationDelivery
+                               ) -> QuerySet[NotificationDelivery]:
+    """Its subscription's deliveries created before it and being sent (it waits for them)."""
+    return _older_in_flight(delivery.subscription_id, delivery.created_at)
+
+
+def deliveries_neighbours(claimed_ids: list[uuid.UUID]) -> QuerySet:
+    """For a batch of claimed deliveries at once, (id, has a newer one, has an older one
+    being sent) of each: the two questions above as EXISTS of each row, which PostgreSQL
+    answers through the subscription indexes whatever it thinks of the backlog. (Asked as
+    one condition on the batch's subscriptions, "created after the batch's oldest" could be
+    read through the created_at index: a fan-out's whole backlog at every batch.) The other
+    claimed ones, being sent by this very batch, are not in flight before it."""
+    subscription_id, created_at = OuterRef("subscription_id"), OuterRef("created_at")
+    return (NotificationDelivery.objects.filter(id__in=claimed_ids).order_by()
+            .annotate(has_newer=Exists(_newer(subscription_id, created_at)),
+                      older_in_flight=Exists(_older_in_flight(subscription_id, created_at)
+                                             .exclude(id__in=claimed_ids)))
+            .values_list("id", "has_newer", "older_in_flight"))
+
+
+def _newer(subscription_id, created_at) -> QuerySet[NotificationDelivery]:
+    return NotificationDelivery.objects.filter(subscription_id=subscription_id,
+                                               created_at__gt=created_at).order_by()
+
+
+def _older_in_flight(subscription_id, created_at) -> QuerySet[NotificationDelivery]:
+    return NotificationDelivery.objects.filter(
+        subscription_id=subscription_id, created_at__lt=created_at,
+        status=NotificationDelivery.Status.SENDING).order_by()

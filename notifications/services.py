@@ -27,6 +27,11 @@ from notifications.handover import deliveries_enqueue, delivery_enqueue, is_http
 from notifications.destinations import destination_admit, destination_record
 from notifications.heartbeat import ClaimHeartbeat
 from notifications.models import NotificationDelivery
+from notifications.selectors import (
+    deliveries_newer,
+    deliveries_older_in_flight,
+    deliveries_pending,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -101,9 +106,8 @@ def deliveries_create(notifications: Sequence[Notification]) -> list[Notificatio
 
 
 def _supersede_pending(*, subscription_ids: list[uuid.UUID], now: datetime) -> int:
-    return NotificationDelivery.objects.filter(
-        subscription_id__in=subscription_ids, status=Status.PENDING
-    ).update(status=Status.CANCELLED, last_error=SUPERSEDED, updated_at=now)
+    return deliveries_pending(subscription_ids=subscription_ids).update(
+        status=Status.CANCELLED, last_error=SUPERSEDED, updated_at=now)
 
 
 def deliveries_cancel(*, subscription_ids: Iterable[uuid.UUID], reason: str) -> int:
@@ -147,9 +151,9 @@ def delivery_send(delivery_id: uuid.UUID | str) -> str:
         return _record(delivery, status=Status.FAILED, error=EXPIRED, attempted=False)
     # A subscriber must end with the newest result: never send an outdated one, and let an
     # older send still in flight finish first.
-    if _has_newer(delivery):
+    if deliveries_newer(delivery).exists():
         return _record(delivery, status=Status.CANCELLED, error=SUPERSEDED, attempted=False)
-    if _older_in_flight(delivery):
+    if deliveries_older_in_flight(delivery).exists():
         return _record(delivery, status=Status.PENDING, error=WAITING, attempted=False,
                        next_attempt_at=timezone.now() + timedelta(seconds=1))
     try:
@@ -266,24 +270,11 @@ def _record(delivery: NotificationDelivery, *, status: str, error: str = "",
 def _record_transient_failure(delivery: NotificationDelivery, *, error: str) -> str:
     """Back to PENDING with exponential backoff, unless a newer notification for the same
     subscription exists: retrying this one could then deliver an outdated result last."""
-    if _has_newer(delivery):
+    if deliveries_newer(delivery).exists():
         return _record(delivery, status=Status.CANCELLED, error=f"{SUPERSEDED} ({error})")
     delay = retry_delay_seconds(attempts=delivery.attempts + 1)
     return _record(delivery, status=Status.PENDING, error=error,
                    next_attempt_at=timezone.now() + timedelta(seconds=delay))
-
-
-def _older_in_flight(delivery: NotificationDelivery) -> bool:
-    return NotificationDelivery.objects.filter(
-        subscription_id=delivery.subscription_id, created_at__lt=delivery.created_at,
-        status=Status.SENDING,
-    ).exists()
-
-
-def _has_newer(delivery: NotificationDelivery) -> bool:
-    return NotificationDelivery.objects.filter(
-        subscription_id=delivery.subscription_id, created_at__gt=delivery.created_at
-    ).exists()
 
 
 def retry_delay_seconds(*, attempts: int) -> int:

@@ -12,6 +12,12 @@ from django.utils import timezone
 from config.settings import CELERY_BEAT_SCHEDULE
 from notifications.models import NotificationDelivery
 from notifications.retention import deliveries_remove_old
+from notifications.selectors import (
+    deliveries_neighbours,
+    deliveries_newer,
+    deliveries_older_in_flight,
+    deliveries_pending,
+)
 from notifications.tasks import remove_old_deliveries_task
 from tests.startup import assert_start_refused
 
@@ -80,10 +86,12 @@ class DeliveryRetentionTests:
 
 
 class SubscriptionIndexTests:
-    """A push supersedes the subscription's pending delivery and a send asks whether a newer
-    one exists: with a long history (here 2000 finished deliveries of the subscription) and
-    a backlog (the pending ones of 2000 other subscriptions) both must read only the rows
-    they look for."""
+    """A push supersedes the subscription's pending delivery; a send asks whether a newer
+    one exists and whether an older one is being sent (alone, or for a batch at once). The
+    code's own queries (notifications/selectors.py) must read only the rows they look for,
+    with a long history (here 2000 finished deliveries of the subscription, 10 000 of 500
+    others) and a fan-out's backlog (2000 other subscriptions' pending deliveries, 300 more
+    being sent)."""
 
     @pytest.fixture
     def history(self):
@@ -94,10 +102,14 @@ class SubscriptionIndexTests:
                                         properties={}, payload={}, status=status,
                                         created_at=NOW - dt.timedelta(minutes=minutes_ago))
 
+        others = [uuid.uuid4() for _ in range(500)]
         NotificationDelivery.objects.bulk_create(
             [row(subscription_id, n) for n in range(1, 2001)]  # its history
+            + [row(other, 60 * n) for other in others for n in range(1, 21)]  # theirs
             + [row(uuid.uuid4(), n / 1000, Status.PENDING)  # a fan-out's backlog
-               for n in range(2000)])
+               for n in range(2000)]
+            + [row(uuid.uuid4(), n / 1000, Status.SENDING)  # and what is being sent of it
+               for n in range(300)])
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE notifications_notificationdelivery")
             # A table this small is read whole at once; a plant's is not.
@@ -115,15 +127,33 @@ class SubscriptionIndexTests:
         removed = re.findall(r"Rows Removed by Filter: (\d+)", plan)
         return sum(int(n) for n in returned + removed)
 
+    def probe(self, subscription_id, minutes_ago: float) -> NotificationDelivery:
+        """A delivery of the subscription created `minutes_ago` (not stored: its queries
+        are asked about)."""
+        return NotificationDelivery(id=uuid.uuid4(), subscription_id=subscription_id,
+                                    created_at=NOW - dt.timedelta(minutes=minutes_ago))
+
     def test_superseding_the_pending_one_reads_only_the_unfinished(self, history):
-        plan = self.plan(NotificationDelivery.objects.filter(
-            subscription_id=history, status=Status.PENDING))
+        plan = self.plan(deliveries_pending(subscription_ids=[history]))
         assert self.rows_read(plan) == 0, plan
 
     def test_the_newer_check_reads_only_what_is_newer(self, history):
-        plan = self.plan(NotificationDelivery.objects.filter(
-            subscription_id=history, created_at__gt=NOW - dt.timedelta(minutes=3)))
+        plan = self.plan(deliveries_newer(self.probe(history, 3)))
         assert self.rows_read(plan) == 2, plan
+
+    def test_the_older_in_flight_check_reads_only_the_unfinished(self, history):
+        plan = self.plan(deliveries_older_in_flight(self.probe(history, 0)))
+        assert self.rows_read(plan) == 0, plan
+
+    def test_a_batch_send_reads_only_what_it_asks_about(self, history):
+        claimed = self.probe(history, 3)
+        claimed.__dict__.update(protocol="MQTT", properties={}, payload={},
+                                status=Status.SENDING)
+        claimed.save()
+        plan = self.plan(deliveries_neighbours([claimed.id]))
+        # the claimed row; one newer row (EXISTS stops there); the subscription's unfinished
+        # ones, of which the claimed row itself is the only one
+        assert self.rows_read(plan) == 3, plan
 
 
 @pytest.mark.parametrize("value", ["-1", "soon"])
