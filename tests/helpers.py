@@ -31,12 +31,13 @@ def assert_error(response, status: int, exception_type: str, message: str, origi
 
 
 def assert_refused(send: Callable[[], Any], message: str, origin: str, *,
-                   state: Callable[[], Any] = lambda: None, status: int = 400,
+                   state: Callable[[], Any], status: int = 400,
                    exception_type: str = "INVALID_PARAMETER"):
     """Send the request (`send()`), check that it is refused with exactly this envelope and
     that `state()` reads the same after it as before; returns the response. The snapshot is
     taken here, before the request: one passed in as an argument would be evaluated after the
-    request and compare the state with itself."""
+    request and compare the state with itself. `state` is required: a refusal test that
+    reads no state would not notice a half-written request."""
     before = state()
     response = send()
     assert_error(response, status, exception_type, message, origin)
