@@ -1,13 +1,18 @@
 # `make run`: set up and serve on HOST:PORT (default 127.0.0.1:8465) with the embedded defaults.
-# `make test`: set up and run every test against the local PostgreSQL, Redis and Mosquitto.
+# `make test`: set up and run every test against PostgreSQL, Redis and Mosquitto: the running
+# ones at the TEST_* addresses below, else private ones started for the run (docs/testing.md).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-# What `make test` runs against; each can be overridden from the environment.
-TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/serviceorchestration
-TEST_CELERY_BROKER_URL ?= redis://127.0.0.1:6379/0
-TEST_MQTT_BROKER_URL ?= mqtt://127.0.0.1:1883
+# The running servers `make test` should use (postgres://, redis://, mqtt:// URLs), from the
+# environment or the command line. Unset, it uses those on the default ports
+# (postgres://postgres@127.0.0.1:5432/serviceorchestration, redis://127.0.0.1:6379/0,
+# mqtt://127.0.0.1:1883) when they answer, and starts private ones otherwise
+# (tests/run_with_services.py).
+TEST_DATABASE_URL ?=
+TEST_CELERY_BROKER_URL ?=
+TEST_MQTT_BROKER_URL ?=
 
 .PHONY: run test worker worker-main worker-http beat mqtt-api install clean bench screenshots mutation
 
@@ -59,10 +64,10 @@ mqtt-api: $(VENV)/.installed
 	$(PY) manage.py mqtt_api
 
 test: $(VENV)/.installed-test
-	DATABASE_URL=$(TEST_DATABASE_URL) \
-	CELERY_BROKER_URL=$(TEST_CELERY_BROKER_URL) \
-	MQTT_BROKER_URL=$(TEST_MQTT_BROKER_URL) \
-	$(PY) -m pytest $(PYTEST_ARGS)
+	TEST_DATABASE_URL='$(TEST_DATABASE_URL)' \
+	TEST_CELERY_BROKER_URL='$(TEST_CELERY_BROKER_URL)' \
+	TEST_MQTT_BROKER_URL='$(TEST_MQTT_BROKER_URL)' \
+	$(PY) -m tests.run_with_services -- $(PY) -m pytest $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) var

@@ -17,10 +17,16 @@ import socket
 _reserved: list[socket.socket] = []
 
 
-def reserved_port() -> int:
-    """A loopback port held by this process for the rest of the run (see above)."""
+def port_holder() -> socket.socket:
+    """A socket holding a loopback port as described above, until it is closed."""
     holder = socket.socket()
     holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     holder.bind(("127.0.0.1", 0))
+    return holder
+
+
+def reserved_port() -> int:
+    """A loopback port held by this process for the rest of the run (see above)."""
+    holder = port_holder()
     _reserved.append(holder)
     return holder.getsockname()[1]

@@ -1,6 +1,8 @@
 """Checks that the external services the tests talk to are up (PostgreSQL, Redis, the MQTT
 broker): `require_postgres`, `require_redis`, `require_mqtt`. A test that needs one which is
-down fails with a message naming it (it never skips). Not the app's write services
+down fails with a message naming it (it never skips). `make test` (tests/run_with_services.py)
+makes them reachable before pytest starts: these checks catch a run started otherwise or a
+server that went away. Not the app's write services
 (`store/services/`, `subscriptions/services.py`); the test endpoints (HTTP sink, MQTT
 receiver, throw-away brokers) are in tests/endpoints.py."""
 import socket
@@ -30,8 +32,8 @@ def require_postgres() -> None:
     error = _tcp_reachable(host, port)
     if error:
         pytest.fail(
-            f"PostgreSQL is not reachable at {host}:{port} ({error}); start it with "
-            "`pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`",
+            f"PostgreSQL is not reachable at {host}:{port} ({error}); run the tests with "
+            "`make test`, which starts one where none answers (docs/testing.md)",
             pytrace=False,
         )
 
@@ -47,9 +49,9 @@ def require_redis(url: str) -> None:
     host, port = parsed.hostname or "127.0.0.1", parsed.port or 6379
     error = _tcp_reachable(host, port)
     if error:
-        pytest.fail(f"Redis is not reachable at {host}:{port} ({error}); start it with "
-                    '`redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" '
-                    "--appendonly no`", pytrace=False)
+        pytest.fail(f"Redis is not reachable at {host}:{port} ({error}); run the tests "
+                    "with `make test`, which starts one where none answers (docs/testing.md)",
+                    pytrace=False)
 
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -77,8 +79,8 @@ def require_mqtt() -> tuple[str, int]:
         socket.create_connection((host, port), timeout=3).close()
     except OSError as exc:
         pytest.fail(
-            f"Mosquitto (MQTT broker) is not reachable at {host}:{port} ({exc}); start it "
-            "with `mosquitto -d -c /etc/mosquitto/mosquitto.conf`",
+            f"Mosquitto (MQTT broker) is not reachable at {host}:{port} ({exc}); run the "
+            "tests with `make test`, which starts one where none answers (docs/testing.md)",
             pytrace=False,
         )
     return host, port

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.concurrency import wait_until
+from tests.services import mqtt_broker
 from tests.web_server import gunicorn
 from tests.worker import ROOT
 
@@ -30,9 +31,11 @@ def test_the_quick_start_works_when_pasted(tmp_path):
     block = quick_start_block()
     assert "SO=http://127.0.0.1:8465/serviceorchestration" in block and LISTENER in block
     topic, listened = f"test/quick-start/{uuid.uuid4().hex}", tmp_path / "listener.out"
+    broker_host, broker_port = mqtt_broker()  # the README's is the default; the run's may differ
+    listener = LISTENER.replace("-h 127.0.0.1", f"-h {broker_host} -p {broker_port}")
     with gunicorn({"CELERY_BROKER_URL": ""}, tmp_path / "gunicorn.log") as port:
         script = (block.replace("127.0.0.1:8465", f"127.0.0.1:{port}")
-                  .replace(LISTENER, f"{LISTENER[:-2]} > {listened} &")
+                  .replace(LISTENER, f"{listener[:-2]} > {listened} &")
                   .replace("plant/temperature-consumer", topic))
         printed = tmp_path / "shell.out"
         with printed.open("w") as out:  # a file: the listener the block leaves running keeps it

@@ -14,6 +14,7 @@ from django.db import connection
 from tests.endpoints import SilentTcpServer
 from tests.ports import reserved_port
 from tests.web_server import gunicorn
+from tests.worker import _database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -88,7 +89,7 @@ def unmigrated_database():
 class ServerTests:
     def test_a_missing_database_and_dead_brokers_are_each_named(self, tmp_path):
         silent = SilentTcpServer()
-        env = {"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/so_health_no_such_database",
+        env = {"DATABASE_URL": _database_url("so_health_no_such_database"),
                "CELERY_BROKER_URL": f"redis://127.0.0.1:{reserved_port()}/0",
                "MQTT_BROKER_URL": f"mqtt://127.0.0.1:{silent.port}",
                "HEALTH_TIMEOUT_SECONDS": "1"}
