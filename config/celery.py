@@ -2,8 +2,8 @@
 import os
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun, worker_init, worker_process_init
-from django.db import close_old_connections, connections
+from celery.signals import task_postrun, task_prerun, worker_process_init
+from django.db import close_old_connections
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -13,7 +13,7 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 # this is set (then it closes them every this-many tasks, counting both); a new connection
 # per task was a sixth of a send task's time (docs/performance.md, push fan-out). Instead a
 # worker keeps its connection as a web process does: `_connections_check` below closes it
-# when it is broken or older than CONN_MAX_AGE, and `_health_checks` has a connection kept
+# when it is broken or older than CONN_MAX_AGE, and CONN_HEALTH_CHECKS has a connection kept
 # from an earlier task checked before it is used again (a backend restarted between tasks
 # then costs a reconnect, not a failed task).
 app.conf.CELERY_DB_REUSE_MAX = 1000
@@ -27,14 +27,6 @@ def _connections_check(sender=None, **kwargs) -> None:  # noqa: ANN001 - Celery'
     CONN_MAX_AGE. Not for a task run eagerly inside a caller (its transaction is open)."""
     if sender is not None and not getattr(sender.request, "is_eager", False):
         close_old_connections()
-
-
-@worker_init.connect
-def _health_checks(**kwargs) -> None:  # noqa: ANN003 - Celery's signature
-    """In a worker (not in web processes, whose pull path cannot spare the round trip): a
-    connection kept from an earlier task is checked once before its next task uses it."""
-    for alias in connections:
-        connections.settings[alias]["CONN_HEALTH_CHECKS"] = True
 
 
 @worker_process_init.connect

@@ -6,12 +6,14 @@ PermissionDenied, and anything unexpected are translated here. Nothing builds an
 response by hand elsewhere.
 """
 import logging
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, JsonResponse, UnreadablePostError
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
@@ -22,6 +24,7 @@ from config.exceptions import (
     ArrowheadError,
     AuthError,
     DataNotFound,
+    ExternalServerError,
     Forbidden,
     InternalServerError,
     InvalidParameter,
@@ -29,6 +32,7 @@ from config.exceptions import (
 )
 from config.input_safety import encodable
 from config.request_id import current_request_id
+from config.transaction_retry import is_conflict
 
 logger = logging.getLogger("serviceorchestration.errors")
 
@@ -92,6 +96,10 @@ def exception_handler(exc: Exception, context: Mapping[str, Any]) -> Response:
     elif isinstance(exc, UnreadablePostError):  # the client went away mid-body
         status, exception_type = 400, InvalidParameter.exception_type
         message = "Request body could not be read"
+    elif database_unavailable(exc):
+        log_database_unavailable(request, exc)
+        status, exception_type = 503, ExternalServerError.exception_type
+        message = database_unavailable_message()
     else:
         log_unhandled(request, exc)
         status, exception_type = 500, InternalServerError.exception_type
@@ -113,6 +121,23 @@ def _drf_exception_type(exc: drf.APIException) -> str:
 def log_unhandled(request: HttpRequest, exc_info: BaseException | bool) -> None:
     logger.error("Unhandled exception on %s (request id %s)", origin_of(request),
                  current_request_id(), exc_info=exc_info)
+
+
+def database_unavailable(exc: BaseException) -> bool:
+    """Whether `exc` means the database could not be reached or lost the connection (server
+    down or restarting, connect timeout, a pooled connection it closed), as opposed to a
+    conflict with a concurrent transaction (`config.transaction_retry`, 423) or a bug."""
+    return isinstance(exc, (OperationalError, InterfaceError)) and not is_conflict(exc)
+
+
+def log_database_unavailable(request: HttpRequest, exc: BaseException) -> None:
+    logger.warning("Database unavailable on %s (request id %s): %s", origin_of(request),
+                   current_request_id(), " ".join(str(exc).split()))
+
+
+def database_unavailable_message() -> str:
+    return ("The database is unavailable; the request was not applied, please retry "
+            f"(request id {current_request_id()})")
 
 
 def internal_error_message() -> str:
@@ -144,6 +169,11 @@ def first_validation_message(detail: Any, path: str = "") -> str:
 
 
 def server_error(request: HttpRequest) -> JsonResponse:
+    exc = sys.exception()  # Django calls handler500 while handling the exception
+    if exc is not None and database_unavailable(exc):
+        log_database_unavailable(request, exc)
+        return error_response(request, 503, ExternalServerError.exception_type,
+                              database_unavailable_message())
     log_unhandled(request, True)
     return error_response(request, 500, InternalServerError.exception_type,
                           internal_error_message())

@@ -136,10 +136,15 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     })
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+# A kept connection is checked before a request or task first uses it: after a database
+# restart, each would otherwise fail the first request it serves. On PostgreSQL the check
+# asks the socket, not the server (config/postgresql/base.py).
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # A PostgreSQL server that does not answer fails a connection attempt after this long instead
 # of holding the request (or the health probe) that needed it.
 DATABASE_CONNECT_TIMEOUT_SECONDS = env_positive_int("DATABASE_CONNECT_TIMEOUT_SECONDS", 10)
 if DATABASES["default"]["ENGINE"].endswith("postgresql"):
+    DATABASES["default"]["ENGINE"] = "config.postgresql"
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
         "connect_timeout", DATABASE_CONNECT_TIMEOUT_SECONDS)
 # A write transaction aborted for a concurrent one (deadlock, serialization failure, SQLite

@@ -316,18 +316,27 @@ class ServiceWorker(ThreadWorker):
         return super().handle_request(req, conn)
 
     def murder_pending(self) -> None:  # the main loop calls this at least once a second
-        super().murder_pending()
+        """Close the connections waiting in the poller whose time is up: one that has sent
+        part of a request at its request deadline (head or body), one between requests (new,
+        or kept alive) after the keep-alive time. gthread's own check applies the keep-alive
+        time, from the last byte received, to both: a pause longer than that inside a request
+        closed it, well before its deadline. Then the deadlines of requests threads read."""
         now = time.monotonic()
-        late = [conn for conn in self.pending_conns
-                if getattr(conn, "gathering", None) and conn.gathering.deadline <= now]
-        for conn in late:  # waiting in the poller for the rest of a request
+        for conn in list(self.pending_conns):
+            gathering: _Gathering | None = getattr(conn, "gathering", None)
+            started = gathering is not None and bool(gathering.data)
+            if (gathering.deadline if started else conn.timeout) > now:
+                continue
             self.pending_conns.remove(conn)
             try:
                 self.poller.unregister(conn.sock)
             except (OSError, KeyError, ValueError):
                 pass
             self.nr_conns -= 1
-            self._close_late(conn, conn.gathering)
+            if started:
+                self._close_late(conn, gathering)
+            else:
+                conn.close()
         for conn, deadline in self._deadlines.copy().items():  # being read by a thread
             if deadline.at <= now and not deadline.expired:
                 deadline.expired = True
@@ -371,9 +380,11 @@ class ServiceWorker(ThreadWorker):
             req = exc.req  # gunicorn attaches the request to some header errors
         parsed = isinstance(req, Request)
         origin = f"{req.method} {req.path}" if parsed else UNPARSED_ORIGIN
-        if status < 500:
-            # gunicorn's own texts are terse ("limit request headers fields"): lead with the
-            # status phrase.
+        client_fault = status < 500 or isinstance(exc, http_errors.UnsupportedTransferCoding)
+        if client_fault:
+            # The client's request (a transfer coding we do not implement is a 501, but no
+            # fault of ours). gunicorn's own texts are terse ("limit request headers
+            # fields"): lead with the status phrase.
             phrase = HTTPStatus(status).phrase
             message = f"{phrase}: {exc}" if str(exc) else phrase
             self.log.warning("Invalid request from ip=%s: %s", (addr or ("",))[0], exc)
@@ -383,7 +394,7 @@ class ServiceWorker(ThreadWorker):
         if parsed:
             self._log_access(req, client, addr, status)
         try:
-            write_nonblock(client, _error_response(status, message, origin))
+            write_nonblock(client, _error_response(status, message, origin, client_fault))
         except Exception:  # the client is gone; nothing more to tell it
             self.log.debug("Failed to send error message.")
 
@@ -396,12 +407,16 @@ class ServiceWorker(ThreadWorker):
         self.log.access(response, req, environ, timedelta(0))
 
 
-def _error_response(status: int, message: str, origin: str) -> bytes:
+def _error_response(status: int, message: str, origin: str,
+                    client_fault: bool | None = None) -> bytes:
+    """The envelope of an error answered by the server itself; `client_fault` (by default:
+    a 4xx) makes it INVALID_PARAMETER, else INTERNAL_SERVER_ERROR."""
     # config.errors imports Django REST framework, which needs configured apps: imported when
     # first needed, in a worker that has loaded the application.
     from config.errors import envelope
 
-    exception_type = (InvalidParameter.exception_type if status < 500
+    client_fault = status < 500 if client_fault is None else client_fault
+    exception_type = (InvalidParameter.exception_type if client_fault
                       else InternalServerError.exception_type)
     # ASCII JSON: encodable whatever bytes the client sent.
     body = json.dumps(envelope(message, status, exception_type, origin)).encode("ascii")

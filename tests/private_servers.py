@@ -24,6 +24,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import psutil
 import psycopg
@@ -144,12 +145,13 @@ class _PostgresExecutor(TCPExecutor):
 
 @dataclass
 class PrivateServer:
-    """One running private server: its URL and what stops it."""
+    """One running private server: its URL and what stops it (`executor.stopped()` stops it
+    for a while, e.g. to test an outage)."""
     name: str
     url: str
     executor: TCPExecutor
     holder: socket.socket
-    log: Path
+    log: IO[str]
 
     def stop(self) -> None:
         try:
@@ -158,6 +160,7 @@ class PrivateServer:
             self.executor.kill()
         finally:
             self.holder.close()
+            self.log.close()
 
 
 class PrivateServers:
@@ -252,11 +255,10 @@ class PrivateServers:
         except Exception as error:  # noqa: BLE001 - reported with the server's own words
             executor.kill()
             holder.close()
+            output.close()
             raise ServerError(f"the private {name} did not start ({error!r}); its log:\n"
                               f"{log.read_text()[-3000:]}") from error
-        finally:
-            output.close()
-        server = PrivateServer(name, url, executor, holder, log)
+        server = PrivateServer(name, url, executor, holder, output)
         self.servers.append(server)
         print(f"make test: a private {name} on 127.0.0.1:{port} "
               f"(ready in {time.monotonic() - started:.1f} s)", file=sys.stderr)

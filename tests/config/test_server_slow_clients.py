@@ -270,3 +270,62 @@ def test_a_client_expecting_100_continue_gets_it_before_sending_its_body(server)
             assert chunk, "the server closed the connection before answering"
             received += chunk
         assert received.startswith(b"HTTP/1.1 200 ")
+
+
+@pytest.fixture(scope="module")
+def pausing_server(django_db_setup, django_db_blocker, tmp_path_factory):
+    """Deadlines longer than the keep-alive time, as by default (10 s and 30 s against 5 s)."""
+    with django_db_blocker.unblock():
+        with gunicorn({"WEB_CONCURRENCY": "1", "SERVER_KEEPALIVE_SECONDS": "1",
+                       "SERVER_HEADER_TIMEOUT_SECONDS": "6",
+                       "SERVER_BODY_TIMEOUT_SECONDS": "6"},
+                      tmp_path_factory.mktemp("gunicorn") / "log") as port:
+            yield port
+
+
+def send_with_pause(port: int, before: bytes, after: bytes, pause: float) -> bytes:
+    """Send `before`, wait `pause` seconds, send `after`; what the server answered."""
+    connection = socket.create_connection(("127.0.0.1", port), timeout=PATIENCE)
+    try:
+        connection.sendall(before)
+        time.sleep(pause)  # the pause is what is tested: longer than the keep-alive time
+        connection.sendall(after)
+        connection.shutdown(socket.SHUT_WR)
+        received = b""
+        while chunk := connection.recv(65536):
+            received += chunk
+        return received
+    except OSError as error:
+        return repr(error).encode()
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("split", [b"Host: x\r\n", b"\r\n\r\n"])
+def test_a_pause_inside_a_request_is_bounded_by_its_deadline_not_the_keep_alive(
+        pausing_server, split):
+    """A pause longer than the keep-alive time within the head (after a header line) or
+    before the body, well within the request deadlines, is waited for."""
+    body = b'{"serviceRequirement": {"serviceDefinition": "paused"}}'
+    request = (f"POST {PULL} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer SYSTEM//consumer\r\n"
+               f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+               "Connection: close\r\n\r\n").encode() + body
+    cut = request.index(split) + len(split)
+
+    answer = send_with_pause(pausing_server, request[:cut], request[cut:], pause=2.5)
+
+    assert answer.startswith(b"HTTP/1.1 200 "), answer[:300]
+    assert json.loads(answer.partition(b"\r\n\r\n")[2])["results"] == []
+
+
+def test_an_unknown_transfer_coding_is_501_saying_so(pausing_server):
+    request = (f"POST {PULL} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: bogus\r\n"
+               "Connection: close\r\n\r\n").encode()
+
+    answer = send_with_pause(pausing_server, request, b"", pause=0)
+
+    assert answer.startswith(b"HTTP/1.1 501 "), answer[:300]
+    envelope = json.loads(answer.partition(b"\r\n\r\n")[2])
+    assert envelope["exceptionType"] == "INVALID_PARAMETER"
+    assert envelope["errorMessage"].startswith("Not Implemented: ")
+    assert "bogus" in envelope["errorMessage"].lower()

@@ -6,8 +6,11 @@ import subprocess
 import sys
 
 import pytest
+from django.db import connection
 
+from general.management.commands.ensure_database import _create
 from tests import services
+from tests.concurrency import run_together
 from tests.databases import database_exists, maintenance, throwaway_database
 from tests.ports import reserved_port
 from tests.worker import ROOT
@@ -36,6 +39,27 @@ class EnsureDatabaseTests:
             assert (again.returncode, again.stdout, again.stderr) == (0, "", "")
             migrated = _manage(url, "migrate", "--noinput")
             assert migrated.returncode == 0, migrated.stderr[-3000:]
+
+    def test_concurrent_creations_of_one_database_all_succeed(self):
+        """`make run` and `make mqtt-api` started together on a new database: every
+        CREATE DATABASE but one fails, whether before copying the template (it exists) or
+        after it (the unique index of database names), and each of those is "created by
+        another process meanwhile"."""
+        with throwaway_database(NAME):
+            params = {**connection.get_connection_params(), "dbname": NAME}
+            outcomes = run_together(*[lambda: _create(params, NAME, "") for _ in range(6)])
+            assert sorted(outcomes, key=repr) == [False] * 5 + [True], outcomes
+            assert database_exists(NAME)
+
+    def test_processes_started_together_on_a_new_database_all_come_up(self):
+        with throwaway_database(NAME) as url:
+            processes = [subprocess.Popen(
+                [sys.executable, "manage.py", "ensure_database"], cwd=ROOT, text=True,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                env={**os.environ, "DATABASE_URL": url}) for _ in range(4)]
+            outputs = [process.communicate(timeout=300)[0] for process in processes]
+        assert [process.returncode for process in processes] == [0] * 4, outputs
+        assert sorted(outputs) == ["", "", "", f"Created database {NAME}\n"]
 
     def test_it_quotes_the_name(self):
         name = f'{NAME} "quoted"; DROP DATABASE postgres'

@@ -44,7 +44,10 @@ def _create(params: dict, name: str, unreachable: str) -> bool:
             if exists:  # it is there: the first connection failed for another reason
                 raise CommandError(f"Cannot connect to database {name}: {unreachable}")
             maintenance.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    except psycopg.errors.DuplicateDatabase:
+    except (psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
+        # Created by another process meanwhile: after our existence check (42P04), or while
+        # both were copying the template, when the second insert into pg_database meets the
+        # first's row in its unique index (23505 on pg_database_datname_index).
         return False
     except psycopg.OperationalError:  # the server is away (or refuses this user)
         raise CommandError(f"Cannot connect to database {name}: {unreachable}") from None
