@@ -43,18 +43,22 @@ NOTIFY_HTTP_CONCURRENCY ?= 8
 worker: $(VENV)/.installed
 	$(MAKE) --no-print-directory -j2 worker-main worker-http
 
+# Each Celery process runs under config.keep_running, which starts it again when it dies on its
+# own (e.g. of an error while its broker restarts); Ctrl-C and SIGTERM stop it for good.
+KEEP_RUNNING := $(PY) -m config.keep_running --
+
 worker-main: $(VENV)/.installed
-	$(VENV)/bin/celery --app config worker --hostname main@%h --loglevel INFO \
+	$(KEEP_RUNNING) $(VENV)/bin/celery --app config worker --hostname main@%h --loglevel INFO \
 		--queues $(CELERY_TASK_DEFAULT_QUEUE),$(CELERY_TASK_DEFAULT_QUEUE).mqtt
 
 worker-http: $(VENV)/.installed
-	$(VENV)/bin/celery --app config worker --hostname http@%h --loglevel INFO \
+	$(KEEP_RUNNING) $(VENV)/bin/celery --app config worker --hostname http@%h --loglevel INFO \
 		--queues $(CELERY_TASK_DEFAULT_QUEUE).http \
 		--pool threads --concurrency $(NOTIFY_HTTP_CONCURRENCY)
 
 beat: $(VENV)/.installed
 	mkdir -p var
-	$(VENV)/bin/celery --app config beat --loglevel INFO
+	$(KEEP_RUNNING) $(VENV)/bin/celery --app config beat --loglevel INFO
 
 # The MQTT interface (MQTT_API_ENABLED=true): every operation over the broker. Start several
 # to share the load (MQTT shared subscriptions).

@@ -28,9 +28,17 @@ CONTAINERS = {"web": "run", "worker": "worker-main", "worker-http": "worker-http
 Step = tuple[str, ...]  # one command: program (without its directory) and arguments
 
 
+KEEP_RUNNING = ("python", "-m", "config.keep_running", "--")
+
+
 def _step(words: list[str]) -> Step:
+    """The command without directories of programs: its own, and the one config.keep_running
+    runs."""
     words = words[1:] if words[0] == "exec" else words
-    return (Path(words[0]).name, *words[1:])
+    step = (Path(words[0]).name, *words[1:])
+    if step[:len(KEEP_RUNNING)] == KEEP_RUNNING and len(step) > len(KEEP_RUNNING):
+        return (*KEEP_RUNNING, *_step(list(step[len(KEEP_RUNNING):])))
+    return step
 
 
 def _shell_steps(script: str) -> list[Step]:

@@ -1,0 +1,82 @@
+"""`python -m config.keep_running -- COMMAND [ARG...]`: run COMMAND, and start it again whenever
+it ends on its own with a failure. `make worker-main`, `make worker-http` and `make beat` (so
+the Procfile's `worker` and `beat`) run their Celery process under it.
+
+A Celery worker can die of an error raised while its broker connection is lost (seen: kombu's
+Redis transport, `AttributeError: 'NoneType' object has no attribute 'hostname'`, when Redis
+restarted during a fan-out); nothing then evaluates changes or sends pushes until someone
+restarts it. compose restarts its containers itself (`restart: unless-stopped`), systemd by
+its unit; this is the same for `make` and honcho.
+
+- A failure (a status other than 0, or a signal it was not sent by us) restarts the command
+  after 1 s, doubling up to 30 s while it keeps failing within a minute of its start.
+- SIGTERM, SIGINT and SIGHUP are passed on once to the command, which runs in a session of
+  its own (so a Ctrl-C reaches it once, through us: a second Ctrl-C is Celery's cold
+  shutdown); when it has ended, so do we, with its status.
+- The command dies with us (parent-death signal SIGTERM on Linux) if we are killed outright.
+"""
+import ctypes
+import ctypes.util
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+FIRST_DELAY_SECONDS = 1.0
+MAX_DELAY_SECONDS = 30.0
+# A command that ran this long before failing starts again after the first delay.
+STABLE_SECONDS = 60.0
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # in the child, before exec
+    libc = ctypes.util.find_library("c")
+    if libc and sys.platform.startswith("linux"):
+        ctypes.CDLL(libc, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _status(returncode: int) -> int:
+    return returncode if returncode >= 0 else 128 - returncode
+
+
+def keep_running(command: list[str]) -> int:
+    """Run `command` until it succeeds or we are told to stop; its last exit status."""
+    stop = threading.Event()
+    child: subprocess.Popen | None = None
+
+    def pass_on(number: int, frame: object) -> None:
+        stop.set()
+        if child is not None and child.poll() is None:
+            child.send_signal(number)
+
+    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(number, pass_on)
+    delay = FIRST_DELAY_SECONDS
+    while True:
+        started = time.monotonic()
+        child = subprocess.Popen(command, start_new_session=True, preexec_fn=_die_with_parent)
+        if stop.is_set():  # told to stop while it was being started
+            child.send_signal(signal.SIGTERM)
+        returncode = child.wait()
+        if stop.is_set() or returncode == 0:
+            return _status(returncode)
+        if time.monotonic() - started >= STABLE_SECONDS:
+            delay = FIRST_DELAY_SECONDS
+        print(f"keep_running: {command[0]} ended with status {_status(returncode)}; starting "
+              f"it again in {delay:g} s", file=sys.stderr, flush=True)
+        if stop.wait(delay):
+            return _status(returncode)
+        delay = min(delay * 2, MAX_DELAY_SECONDS)
+
+
+def main(argv: list[str]) -> int:
+    if "--" not in argv or not argv[argv.index("--") + 1:]:
+        print("usage: python -m config.keep_running -- COMMAND [ARG...]", file=sys.stderr)
+        return 2
+    return keep_running(argv[argv.index("--") + 1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
