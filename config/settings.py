@@ -534,6 +534,11 @@ NOTIFY_BREAKER_COOLDOWN_SECONDS = env_positive_int("NOTIFY_BREAKER_COOLDOWN_SECO
 # Threads sending HTTP(S) notifications: of the HTTP worker `make worker` starts, and of the
 # web process itself when there is no broker.
 NOTIFY_HTTP_CONCURRENCY = env_positive_int("NOTIFY_HTTP_CONCURRENCY", 8)
+# Sends to destinations not known to answer (new ones, and those whose last send failed) are
+# at most this many at once, over all workers: many slow or silent destinations (each within
+# its own limit) cannot take every sending thread from the ones that answer.
+NOTIFY_HTTP_UNPROVEN_MAX_IN_FLIGHT = env_positive_int(
+    "NOTIFY_HTTP_UNPROVEN_MAX_IN_FLIGHT", max(1, NOTIFY_HTTP_CONCURRENCY // 2))
 NOTIFICATION_RETRY_BASE_SECONDS = env_positive_int("NOTIFICATION_RETRY_BASE_SECONDS", 2)
 NOTIFICATION_RETRY_MAX_SECONDS = env_positive_int("NOTIFICATION_RETRY_MAX_SECONDS", 300)
 NOTIFICATION_SWEEP_INTERVAL_SECONDS = env_positive_int("NOTIFICATION_SWEEP_INTERVAL_SECONDS", 5)

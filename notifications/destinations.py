@@ -8,6 +8,12 @@ slow or dead destination never holds more than its limit of worker slots. After
 NOTIFY_BREAKER_FAILURES consecutive transient failures the breaker opens for
 NOTIFY_BREAKER_COOLDOWN_SECONDS; after the cool-down one claim is let through as a probe (the
 breaker re-arms meanwhile), and its success closes the breaker.
+
+Many slow destinations, each within its own limit, could still hold every sending thread
+between them. So sends to destinations not known to answer (never answered, or failed last)
+share NOTIFY_HTTP_UNPROVEN_MAX_IN_FLIGHT places, by default half the HTTP threads: the
+destinations that answer keep the rest. A destination joins the answering ones with its
+first answer and leaves them with its next failure.
 """
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -16,6 +22,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
+from config.advisory_locks import advisory_locks
 from notifications.models import NotificationDelivery, NotificationDestination
 
 # How long a delivery waits when its destination already has its limit of sends in flight.
@@ -43,6 +50,15 @@ def destination_admit(*, key: str, now: datetime) -> Deferral | None:
         return Deferral(now + timedelta(seconds=BUSY_RETRY_SECONDS),
                         f"Waiting: {in_flight} sends to {key} in flight "
                         f"(NOTIFY_DESTINATION_MAX_IN_FLIGHT)")
+    if destination.answering_since is None:
+        # One claim at a time counts and joins the lane (held until the claim commits), so
+        # that claims at the same moment for different destinations cannot all get in.
+        advisory_locks("notify-unproven-lane", ["lane"])
+        unproven = _unproven_in_flight()
+        if unproven >= settings.NOTIFY_HTTP_UNPROVEN_MAX_IN_FLIGHT:
+            return Deferral(now + timedelta(seconds=BUSY_RETRY_SECONDS),
+                            f"Waiting: {unproven} sends to destinations not known to answer "
+                            f"in flight (NOTIFY_HTTP_UNPROVEN_MAX_IN_FLIGHT)")
     if destination.open_until is not None:
         # Half-open: this claim is the probe. Everyone else waits until it has had time to
         # fail (then the breaker re-opens) or it succeeded (then the breaker closes).
@@ -62,18 +78,28 @@ def destination_record(*, key: str, reachable: bool, now: datetime) -> None:
         return
     if reachable:
         NotificationDestination.objects.filter(key=key).exclude(
-            consecutive_failures=0, open_until=None
-        ).update(consecutive_failures=0, open_until=None, updated_at=now)
+            consecutive_failures=0, open_until=None, answering_since__isnull=False
+        ).update(consecutive_failures=0, open_until=None, answering_since=now, updated_at=now)
         return
     with transaction.atomic():
         destination = _locked(key, now)
         destination.consecutive_failures = F("consecutive_failures") + 1
+        destination.answering_since = None
         destination.updated_at = now
-        destination.save(update_fields=["consecutive_failures", "updated_at"])
+        destination.save(update_fields=["consecutive_failures", "answering_since",
+                                        "updated_at"])
         destination.refresh_from_db(fields=["consecutive_failures"])
         if destination.consecutive_failures >= settings.NOTIFY_BREAKER_FAILURES:
             destination.open_until = _cool_down_end(now)
             destination.save(update_fields=["open_until"])
+
+
+def _unproven_in_flight() -> int:
+    """Sends in flight to HTTP(S) destinations that are not known to answer."""
+    answering = NotificationDestination.objects.filter(
+        answering_since__isnull=False).values("key")
+    return (NotificationDelivery.objects.filter(status=NotificationDelivery.Status.SENDING)
+            .exclude(destination="").exclude(destination__in=answering).count())
 
 
 def _locked(key: str, now: datetime) -> NotificationDestination:

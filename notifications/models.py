@@ -90,6 +90,11 @@ class NotificationDestination(models.Model):
         null=True, blank=True,
         help_text="Set while the breaker is open (sends deferred until then); after it, one "
                   "probe is let through.")
+    answering_since = models.DateTimeField(
+        null=True, blank=True,
+        help_text="Since when every send to it was answered; empty for a destination that "
+                  "has never answered or whose last send failed. Sends to those share "
+                  "NOTIFY_HTTP_UNPROVEN_MAX_IN_FLIGHT.")
     updated_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:

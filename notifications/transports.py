@@ -7,6 +7,7 @@ can help. Nothing here touches the database.
 import http.client
 import json
 import os
+import socket
 import threading
 import time
 import urllib.error
@@ -282,10 +283,61 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
+class _Deadline:
+    """The end of one HTTP attempt: at `seconds` from its start, the sockets it connected are
+    shut down, which ends any read or write still blocked on them. A per-read timeout alone
+    lets a destination that sends a byte now and then hold the attempt (and its worker
+    thread) forever."""
+
+    def __init__(self, seconds: float) -> None:
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self.expired = False
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> "_Deadline":
+        _attempt.deadline = self
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._timer.cancel()
+        _attempt.deadline = None
+
+    def watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            expired = self.expired
+        if expired:
+            _shut_down(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            sockets = list(self._sockets)
+        for sock in sockets:
+            _shut_down(sock)
+
+
+def _shut_down(sock: socket.socket) -> None:
+    try:
+        # The plain-socket shutdown, also under TLS: the SSL object belongs to the sending
+        # thread, blocked reading it.
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed
+
+
+# The deadline of the attempt the current thread is making (its connections register with it).
+_attempt = threading.local()
+
+
 class _ConnectTimeout:
     """Connects (TCP, and the TLS handshake for HTTPS) within NOTIFY_HTTP_CONNECT_TIMEOUT_SECONDS,
-    then waits up to the connection's own timeout (NOTIFY_HTTP_TIMEOUT_SECONDS) for each read:
-    a host that does not accept is given up on quickly, a slow one gets its read timeout."""
+    then waits up to the connection's own timeout for each read; the whole attempt ends at its
+    deadline (`_Deadline`, NOTIFY_HTTP_TIMEOUT_SECONDS after the connection): a host that does
+    not accept is given up on quickly, a slow or dripping one at its deadline."""
 
     timeout: float | None
     sock: Any
@@ -298,6 +350,9 @@ class _ConnectTimeout:
         finally:
             self.timeout = read_timeout
         self.sock.settimeout(read_timeout)
+        deadline = getattr(_attempt, "deadline", None)
+        if deadline is not None:
+            deadline.watch(self.sock)
 
 
 class _HTTPConnection(_ConnectTimeout, http.client.HTTPConnection):
@@ -364,9 +419,14 @@ def http_destination(protocol: str, properties: dict[str, Any]) -> str:
 def http_send(*, protocol: str, properties: dict[str, Any], payload: Any) -> None:
     """Send the body with the subscriber's method; a 2xx answer is a delivery."""
     request = _http_request(protocol, properties, payload)
+    seconds = settings.NOTIFY_HTTP_CONNECT_TIMEOUT_SECONDS + settings.NOTIFY_HTTP_TIMEOUT_SECONDS
+    deadline = _Deadline(seconds)
     try:
         # The answer's status is all that counts; its body is not read (it could be endless).
-        _opener.open(request, timeout=settings.NOTIFY_HTTP_TIMEOUT_SECONDS).close()
+        with deadline:
+            _opener.open(request, timeout=settings.NOTIFY_HTTP_TIMEOUT_SECONDS).close()
+        if deadline.expired:  # a head cut off at the deadline can parse as a complete one
+            raise OSError("the answer's head was cut off")
     except urllib.error.HTTPError as exc:
         exc.close()
         transient = exc.code >= 500 or exc.code in TRANSIENT_HTTP_STATUSES
@@ -377,6 +437,8 @@ def http_send(*, protocol: str, properties: dict[str, Any], payload: Any) -> Non
                              transient=False) from exc
     except (urllib.error.URLError, HTTPException, OSError) as exc:  # refused, reset, timeout
         reason = getattr(exc, "reason", exc)
+        if deadline.expired:
+            reason = f"no complete answer within {seconds} s ({reason})"
         raise TransportError(f"{request.full_url}: {reason}", transient=True) from exc
 
 

@@ -214,9 +214,12 @@ def _accepts(port: int) -> bool:
 
 class SilentTcpServer:
     """A destination that accepts TCP connections on 127.0.0.1 and never answers: every
-    request to it hangs until the client's read timeout. Counts the connections it holds."""
+    request to it hangs until the client's read timeout. Counts the connections it holds.
+    With `drip` (seconds), it answers `200 OK` and then sends one byte of a header line every
+    `drip` seconds, never ending the head: each read the client makes gets something."""
 
-    def __init__(self) -> None:
+    def __init__(self, drip: float | None = None) -> None:
+        self._drip = drip
         self._listener = socket.create_server(("127.0.0.1", 0), backlog=128)
         self._lock = threading.Lock()
         self._held: list[socket.socket] = []
@@ -245,6 +248,17 @@ class SilentTcpServer:
                 self.open += 1
                 self.most_open = max(self.most_open, self.open)
             threading.Thread(target=self._hold, args=(connection,), daemon=True).start()
+            if self._drip is not None:
+                threading.Thread(target=self._drip_head, args=(connection,),
+                                 daemon=True).start()
+
+    def _drip_head(self, connection: socket.socket) -> None:
+        try:
+            connection.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+            while not self._closed.wait(self._drip):
+                connection.sendall(b"a")
+        except OSError:
+            pass  # the client gave up
 
     def _hold(self, connection: socket.socket) -> None:
         """Read (and ignore) until the client gives up, so that `open` is the number of

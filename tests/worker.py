@@ -5,7 +5,8 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
 import pytest
@@ -89,29 +90,41 @@ def stop_worker(process: subprocess.Popen) -> None:
         process.wait()
 
 
-@pytest.fixture(scope="session")
-def celery_worker(django_db_setup, django_db_blocker, tmp_path_factory):
-    """Start the workers `make worker` starts, for the session: one for the default and the
-    MQTT delivery queues, one for the HTTP delivery queue. Tests using it must be
-    `transaction=True` so that the workers see their data. Yields the first one's log."""
+@contextmanager
+def make_workers(logs: Path, unblocked: Callable[[], AbstractContextManager] = nullcontext,
+                 **overrides: str) -> Iterator[Path]:
+    """The workers `make worker` starts, on queues of their own that this process sends its
+    tasks to meanwhile: one for the default and the MQTT delivery queues, one for the HTTP
+    delivery queue; `overrides` are settings of both. `unblocked` opens the database for
+    reading its settings (a test with a database mark has it open already). Yields the first
+    one's log."""
     services.require_redis(settings.CELERY_BROKER_URL)
     queue = f"so-test-{uuid.uuid4().hex[:8]}"
-    logs = tmp_path_factory.mktemp("worker")
-    with django_db_blocker.unblock():
-        env = worker_environment(queue)
+    with unblocked():
+        env = worker_environment(queue, **overrides)
     processes = []
     try:
         processes.append(start_worker("main", [queue, f"{queue}.mqtt"], env,
                                       logs / "worker.log"))
         processes.append(start_worker("http", [f"{queue}.http"], env, logs / "http-worker.log"))
-        previous = celery_app.conf.task_default_queue
-        celery_app.conf.task_default_queue = queue
-        yield logs / "worker.log"
-        celery_app.conf.task_default_queue = previous
+        previous = celery_app.conf.task_default_queue, celery_app.conf.task_always_eager
+        celery_app.conf.task_default_queue, celery_app.conf.task_always_eager = queue, False
+        try:
+            yield logs / "worker.log"
+        finally:
+            celery_app.conf.task_default_queue, celery_app.conf.task_always_eager = previous
     finally:
         for process in processes:
             stop_worker(process)
         forget_queues(queue, f"{queue}.mqtt", f"{queue}.http")
+
+
+@pytest.fixture(scope="session")
+def celery_worker(django_db_setup, django_db_blocker, tmp_path_factory):
+    """`make_workers` for the session. Tests using it must be `transaction=True` so that the
+    workers see their data. Yields the first one's log."""
+    with make_workers(tmp_path_factory.mktemp("worker"), django_db_blocker.unblock) as log:
+        yield log
 
 
 def forget_queues(*queues: str) -> None:

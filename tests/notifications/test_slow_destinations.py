@@ -9,8 +9,9 @@ from django.utils import timezone
 
 from notifications.models import NotificationDelivery, NotificationDestination
 from tests.concurrency import wait_for
-from tests.endpoints import MqttReceiver, SilentTcpServer
+from tests.endpoints import HttpSink, MqttReceiver, SilentTcpServer
 from tests.subscriptions.helpers import mqtt_notify, subscribe, subscription_body
+from tests.worker import make_workers
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -96,3 +97,52 @@ class SlowHttpDestinationWithoutBrokerTests:
         assert not slow_rows.exclude(status__in=(Status.PENDING, Status.SENDING)).exists()
         assert silent_endpoint.accepted >= 1
         assert silent_endpoint.most_open <= settings.NOTIFY_DESTINATION_MAX_IN_FLIGHT
+
+
+ANSWERING_SUBSCRIBERS = 5
+DRIPPING_DESTINATIONS = 6
+LANE = 2  # NOTIFY_HTTP_UNPROVEN_MAX_IN_FLIGHT of the workers below (4 HTTP threads each)
+
+
+@pytest.fixture
+def lane_workers(tmp_path):
+    with make_workers(tmp_path, NOTIFY_HTTP_UNPROVEN_MAX_IN_FLIGHT=str(LANE)) as log:
+        yield log
+
+
+class ManySlowHttpDestinationsTests:
+    def test_destinations_that_answer_keep_their_threads(self, api, lane_workers):
+        """Six destinations that answer `200 OK` and then drip their head (each read within
+        the read timeout, every attempt held to its deadline) against four sending threads:
+        the subscribers that answer get their next push in seconds, not after the
+        drippers' 12 s attempts."""
+        sinks = [HttpSink() for _ in range(ANSWERING_SUBSCRIBERS)]
+        drippers = [SilentTcpServer(drip=0.5) for _ in range(DRIPPING_DESTINATIONS)]
+        try:
+            answering = [{"protocol": "HTTP", "properties": sink.properties()} for sink in sinks]
+            subscribe_all(api, answering, "AnsweringConsumer")
+            wait_for(lambda: all(sink.requests for sink in sinks), timeout=20,
+                     what="the first pushes to the answering subscribers")
+
+            subscribe_all(api, [{"protocol": "HTTP", "properties": d.properties()}
+                                for d in drippers], "DrippingConsumer")
+            wait_for(lambda: sum(d.open for d in drippers) >= LANE, timeout=20,
+                     what="sends held by dripping destinations")
+            started, held = time.monotonic(), []
+            for number, notify in enumerate(answering):  # the same subscriptions, pushed again
+                response = subscribe(api, subscription_body(notify=notify),
+                                     consumer=f"AnsweringConsumer{number}", query="?trigger=true")
+                assert response.status_code == 200, response.content
+
+            def second_pushes_arrived() -> bool:
+                held.append(sum(d.open for d in drippers))
+                return all(len(sink.requests) == 2 for sink in sinks)
+
+            wait_for(second_pushes_arrived, timeout=30,
+                     what="the second pushes to the answering subscribers")
+            took = time.monotonic() - started
+        finally:
+            for server in [*sinks, *drippers]:
+                server.close()
+        assert took < 6, f"the answering subscribers waited {took:.1f} s"
+        assert max(held) <= LANE  # sends to the drippers at once, all along

@@ -1,14 +1,15 @@
 """The outbound adapters against a real Mosquitto and a real local HTTP server (no database)."""
 import json
 import socket
+import time
 
 import pytest
 
 from notifications import transports
 
 from notifications.transports import TransportError, broker_address, http_url, send
-from tests.concurrency import wait_until
-from tests.endpoints import BODY
+from tests.concurrency import Background, wait_until
+from tests.endpoints import BODY, SilentTcpServer
 from tests.ports import reserved_port
 
 
@@ -127,6 +128,23 @@ class HttpTransportTests:
         with pytest.raises(TransportError) as error:
             send("HTTP", http_sink.properties(), BODY)
         assert error.value.transient
+
+    def test_a_destination_dripping_its_answer_is_given_up_on_at_the_deadline(self, settings):
+        """Each read gets a byte within the read timeout: only the attempt's deadline (the
+        connect and the read timeout, 2 s here) ends it."""
+        settings.NOTIFY_HTTP_CONNECT_TIMEOUT_SECONDS = 1
+        settings.NOTIFY_HTTP_TIMEOUT_SECONDS = 1
+        dripping = SilentTcpServer(drip=0.2)
+        try:
+            started = time.monotonic()
+            attempt = Background(lambda: send("HTTP", dripping.properties(), BODY))
+            error = attempt.outcome(timeout=30)
+            took = time.monotonic() - started
+        finally:
+            dripping.close()
+        assert isinstance(error, TransportError) and error.transient, error
+        assert "no complete answer within 2 s" in str(error)
+        assert 2 <= took < 5
 
     def test_it_builds_urls_with_bracketed_ipv6_and_a_leading_slash(self):
         assert http_url("HTTPS", {"address": "::1", "port": 8443, "path": "x/y?z=1"}) == \
