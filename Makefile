@@ -85,6 +85,7 @@ bench: $(VENV)/.installed
 	$(PY) bench/pull_http.py --sqlite
 	$(PY) bench/pull_http.py --scale-check
 	$(PY) bench/push_fanout.py
+	$(PY) bench/http_fairness.py
 
 # Mutation check (docs/testing.md): mutants of the core modules against their fast tests, in
 # copies of the tree under /tmp; `make mutation MODULE=orchestration/matching.py` for one.
