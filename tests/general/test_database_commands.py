@@ -51,6 +51,15 @@ class EnsureDatabaseTests:
             assert sorted(outcomes, key=repr) == [False] * 5 + [True], outcomes
             assert database_exists(NAME)
 
+    def test_a_database_created_by_another_process_since_the_first_connection_is_no_error(
+            self):
+        """The first connection found no database; by the time of the existence check another
+        process has created it (the race `make run` and `make mqtt-api` run)."""
+        with throwaway_database(NAME) as url:
+            assert _manage(url, "ensure_database").returncode == 0  # the other process
+            params = {**connection.get_connection_params(), "dbname": NAME}
+            assert _create(params, NAME, "database does not exist") is False
+
     def test_processes_started_together_on_a_new_database_all_come_up(self):
         with throwaway_database(NAME) as url:
             processes = [subprocess.Popen(

@@ -29,20 +29,26 @@ class Command(BaseCommand):
             return
         except psycopg.OperationalError as error:
             unreachable = _one_line(error)
-        if _create(params, name, unreachable):
+        created = _create(params, name, unreachable)
+        try:  # it exists now: made here or by another process meanwhile
+            psycopg.connect(**params).close()
+        except psycopg.OperationalError as error:  # it was there, but refuses us
+            raise CommandError(f"Cannot connect to database {name}: {_one_line(error)}") \
+                from None
+        if created:
             self.stdout.write(f"Created database {name}")
 
 
 def _create(params: dict, name: str, unreachable: str) -> bool:
-    """CREATE DATABASE `name` through the maintenance database; False when another process
-    created it meanwhile. Any failure is a CommandError saying why."""
+    """CREATE DATABASE `name` through the maintenance database; False when it exists (another
+    process created it since our first connection, or that connection failed for another
+    reason: the caller's next connection tells). Any failure is a CommandError saying why."""
     try:
         with psycopg.connect(**{**params, "dbname": MAINTENANCE_DATABASE},
                              autocommit=True) as maintenance:
-            exists = maintenance.execute("SELECT 1 FROM pg_database WHERE datname = %s",
-                                         [name]).fetchone()
-            if exists:  # it is there: the first connection failed for another reason
-                raise CommandError(f"Cannot connect to database {name}: {unreachable}")
+            if maintenance.execute("SELECT 1 FROM pg_database WHERE datname = %s",
+                                   [name]).fetchone():
+                return False
             maintenance.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     except (psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
         # Created by another process meanwhile: after our existence check (42P04), or while
