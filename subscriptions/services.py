@@ -61,6 +61,7 @@ from orchestration.response_data import orchestration_response_data
 from orchestration.snapshot import snapshot_in_transaction
 from orchestration.types import OrchestrationResult
 from serviceregistry.client import ServiceRegistryUnavailable
+from serviceregistry.peers import PeerRefused
 from serviceregistry.polling import instances_refresh
 from store.models import CatalogChange, Rule
 from subscriptions.models import LOCK_NAMESPACE, Subscription, identity_key
@@ -80,7 +81,8 @@ def _expiry(duration: int | None, now: dt.datetime) -> dt.datetime | None:
     return now + dt.timedelta(seconds=duration) if duration else None
 
 
-def _apply(subscription: Subscription, subscribe: SubscribeRequest, now: dt.datetime) -> None:
+def _apply(subscription: Subscription, subscribe: SubscribeRequest, now: dt.datetime,
+           baseline: str) -> None:
     if (subscription.notify_protocol, subscription.notify_properties) != (
             subscribe.protocol, subscribe.properties) and not subscription._state.adding:
         deliveries_cancel(subscription_ids=[subscription.id],
@@ -91,8 +93,28 @@ def _apply(subscription: Subscription, subscribe: SubscribeRequest, now: dt.date
     subscription.notify_properties = subscribe.properties
     subscription.duration = subscribe.duration
     subscription.expires_at = _expiry(subscribe.duration, now)
-    subscription.last_fingerprint = ""  # a new request: the next result is news
+    subscription.last_fingerprint = baseline
+    subscription.needs_evaluation = True  # see subscription_baseline
     subscription.updated_at = now
+
+
+def subscription_baseline(subscribe: SubscribeRequest, now: dt.datetime) -> str:
+    """What a result of the subscription must differ from to be pushed, when it is made
+    without `trigger`: the fingerprint of the subscriber's result at that moment, previewed
+    before anything is written (outside a transaction, from the pull snapshot, brought up to
+    date by the preview). The subscription is written flagged for evaluation, so that a
+    change committed between this read and the write, which the change's own round may not
+    have seen the subscription for, is compared with it in the next round (at most a beat
+    period later) and pushed if it changed the result. "" (any result is news) when another
+    system the preview needs failed: the subscribe does not depend on it."""
+    try:
+        preview = orchestrate_preview(consumer=subscribe.target, request=subscribe.request,
+                                      now=now)
+    except (ExternalServerError, PeerRefused) as error:
+        logger.warning("Subscribing %s: its current result could not be previewed, so the "
+                       "next evaluated result is pushed: %s", subscribe.target, error.message)
+        return ""
+    return fingerprint(preview)
 
 
 def _ensure_room(new_by_target: Counter[str]) -> None:
@@ -123,27 +145,35 @@ def subscription_upsert(*, requester: str, subscribe: SubscribeRequest,
     and service definition in place (same id). Returns (its id, created). With `trigger`,
     the result is pushed now. The usual call is one statement
     (`subscriptions/subscribe_statement.py`); the rest takes the general path."""
+    baselines = None
     if not trigger:
         now = timezone.now()
+        baselines = [subscription_baseline(subscribe, now)]
         written = subscription_write_at_once(
             owner=requester, subscribe=subscribe,
             key=identity_key(requester, subscribe.target, subscribe.service_definition),
-            expires_at=_expiry(subscribe.duration, now), now=now)
+            expires_at=_expiry(subscribe.duration, now), now=now, baseline=baselines[0])
         if written is not None:
             return written
     subscription, created = subscriptions_upsert(owner=requester, subscribes=[subscribe],
-                                                 trigger=trigger)[0]
+                                                 trigger=trigger, baselines=baselines)[0]
     return subscription.id, created
 
 
 @retry_on_conflict
 def subscriptions_upsert(*, owner: str, subscribes: Sequence[SubscribeRequest],
-                         trigger: bool = False) -> list[tuple[Subscription, bool]]:
+                         trigger: bool = False, baselines: Sequence[str] | None = None,
+                         ) -> list[tuple[Subscription, bool]]:
     """Create or overwrite (in place, same id) `owner`'s subscriptions, all or nothing: the
     same owner, target and service definition is the same subscription. Returns
-    (subscription, created) per request, in order."""
+    (subscription, created) per request, in order. Without `trigger`, each starts from
+    its `subscription_baseline` (`baselines`, when the caller has read them already)."""
     keys = [identity_key(owner, s.target, s.service_definition) for s in subscribes]
     now = timezone.now()
+    if trigger:
+        baselines = [""] * len(subscribes)  # the push below records what was pushed
+    elif baselines is None:
+        baselines = [subscription_baseline(subscribe, now) for subscribe in subscribes]
     with transaction.atomic():
         # The keys' locks first: a subscription that does not exist yet cannot be
         # row-locked, and concurrent subscribes (and an unsubscribe between them) would race
@@ -157,14 +187,14 @@ def subscriptions_upsert(*, owner: str, subscribes: Sequence[SubscribeRequest],
         _ensure_room(Counter(s.target for s, key in zip(subscribes, keys)
                              if key not in existing))
         upserted = []
-        for subscribe, key in zip(subscribes, keys):
+        for subscribe, key, baseline in zip(subscribes, keys, baselines, strict=True):
             subscription = existing.get(key)
             created = subscription is None
             if created:
                 subscription = Subscription(owner=owner, target=subscribe.target,
                                             service_definition=subscribe.service_definition,
                                             identity_key=key, created_at=now)
-            _apply(subscription, subscribe, now)
+            _apply(subscription, subscribe, now, baseline)
             subscription.save(force_insert=created)
             if trigger:
                 subscription_push_queue(subscription, now=now)

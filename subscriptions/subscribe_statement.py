@@ -36,9 +36,9 @@ _COLUMNS = ("id", "owner", "target", "service_definition", "identity_key",
             "orchestration_request", "notify_protocol", "notify_properties", "duration",
             "expires_at", "needs_evaluation", "last_fingerprint", "last_pushed_at",
             "created_at", "updated_at")
-# What an overwrite writes (the notify interface is the same, needs_evaluation is kept).
-_OVERWRITTEN = ("orchestration_request", "duration", "expires_at", "last_fingerprint",
-                "updated_at")
+# What an overwrite writes (the notify interface is the same).
+_OVERWRITTEN = ("orchestration_request", "duration", "expires_at", "needs_evaluation",
+                "last_fingerprint", "updated_at")
 
 
 @functools.cache
@@ -87,10 +87,11 @@ def _text(value: object) -> bytes | None:
 
 
 def subscription_write_at_once(*, owner: str, subscribe: SubscribeRequest, key: str,
-                               expires_at: dt.datetime | None,
-                               now: dt.datetime) -> tuple[uuid.UUID, bool] | None:
-    """(id, created) when the one statement wrote the subscription; None when the general
-    path has to decide (always on other databases than PostgreSQL)."""
+                               expires_at: dt.datetime | None, now: dt.datetime,
+                               baseline: str) -> tuple[uuid.UUID, bool] | None:
+    """(id, created) when the one statement wrote the subscription, flagged for evaluation
+    and starting from `baseline` (subscriptions/services.py `_baseline`); None when the
+    general path has to decide (always on other databases than PostgreSQL)."""
     if connection.vendor != "postgresql":
         return None
     values = {
@@ -99,8 +100,8 @@ def subscription_write_at_once(*, owner: str, subscribe: SubscribeRequest, key: 
         # Stored as the general path stores it: the request as sent, JSON-encoded by DRF's rules.
         "orchestration_request": json.dumps(subscribe.raw_request, cls=JSONEncoder),
         "notify_protocol": subscribe.protocol, "notify_properties": subscribe.properties,
-        "duration": subscribe.duration, "expires_at": expires_at, "needs_evaluation": False,
-        "last_fingerprint": "", "last_pushed_at": None, "created_at": now, "updated_at": now}
+        "duration": subscribe.duration, "expires_at": expires_at, "needs_evaluation": True,
+        "last_fingerprint": baseline, "last_pushed_at": None, "created_at": now, "updated_at": now}
     parameters = [_text(values[name]) for name in _COLUMNS]
     parameters += [_text(settings.MAX_SUBSCRIPTIONS_PER_SYSTEM),
                    _text(advisory_key(LOCK_NAMESPACE, key))]

@@ -11,12 +11,20 @@ from orchestration.models import OrchestrationLock
 from orchestration.reservations import locks_remove_expired
 from store.models import CatalogChange, Rule, ServiceInstance
 from store.services.instances import instance_remove_expired
+from config.exceptions import ExternalServerError
 from store.services.rules import rule_delete_many, rule_priorities_modify
+from subscriptions import services
 from subscriptions.models import Subscription
 from subscriptions.services import changes_process, subscriptions_remove_expired
 from tests.factories import make_instances, make_rules
 from tests.store.helpers import instance_body
-from tests.subscriptions.helpers import mqtt_notify, subscribe, subscription_body
+from tests.subscriptions.helpers import (
+    mqtt_notify,
+    push_element,
+    push_subscribe,
+    subscribe,
+    subscription_body,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -120,6 +128,89 @@ class AutomaticPushTests:
             orchestration_request={"orchestrationFlags": {"BROKEN": True}})
         assert changes_process() == 1
         assert Subscription.objects.get(owner="TemperatureConsumer").needs_evaluation
+
+
+@pytest.mark.django_db(transaction=True)  # previews read the pull snapshot, as in production
+class ResultAtSubscribeTests:
+    """Without `trigger`, a subscription is pushed only a result that changed after it was
+    made (issue 28, item 5): it starts from the result at the subscribe, so neither a change
+    made before it and processed after it nor a change that leaves its result as it was is
+    pushed; a change made while it was being written is."""
+
+    @pytest.fixture
+    def catalog(self):
+        """A and B in the catalog, a rule to A; the changes not processed yet."""
+        make_instances(instance_body("ProviderA"), instance_body("ProviderB"))
+        make_rules(("TemperatureConsumer", A, 1))
+
+    def quiet_subscribe(self, api, status: int = 201, **requirement):
+        body = subscription_body(notify=mqtt_notify("t/quiet"))
+        body["orchestrationRequest"]["serviceRequirement"].update(requirement)
+        response = subscribe(api, body)
+        assert response.status_code == status, response.content
+
+    def test_a_change_made_before_the_subscribe_is_not_pushed(self, api, catalog):
+        self.quiet_subscribe(api)
+        assert changes_process() == 0
+        assert pushed_results() == []
+        assert not Subscription.objects.get().needs_evaluation
+
+    def test_a_change_that_leaves_its_result_as_it_was_is_not_pushed(self, api, catalog):
+        changes_process()
+        self.quiet_subscribe(api)
+        make_rules(("TemperatureConsumer", "X|pressureInfo|1.0.0", 1))
+        assert changes_process() == 0
+        assert pushed_results() == []
+
+    def test_a_change_after_the_subscribe_is_pushed(self, api, catalog):
+        self.quiet_subscribe(api)
+        make_rules(("TemperatureConsumer", B, 2))
+        assert changes_process() == 1
+        assert pushed_results() == [[A, B]]
+
+    def test_subscribing_again_starts_from_the_result_of_the_new_request(self, api, catalog):
+        self.quiet_subscribe(api, metadataRequirements=[{"unit": "kelvin"}])  # none
+        changes_process()
+        self.quiet_subscribe(api, status=200)  # overwritten in place: A now
+        make_instances(instance_body("ProviderA"))  # replaced as it was
+        assert changes_process() == 0
+        assert pushed_results() == []
+
+    def test_a_change_committed_while_subscribing_is_pushed_in_the_next_round(
+            self, api, catalog, monkeypatch):
+        changes_process()
+        read = services.subscription_baseline
+
+        def read_then_change(subscribe, now):
+            baseline = read(subscribe, now)
+            make_rules(("TemperatureConsumer", B, 2))
+            assert changes_process() == 0  # its round cannot see the subscription yet
+            return baseline
+
+        monkeypatch.setattr(services, "subscription_baseline", read_then_change)
+        self.quiet_subscribe(api)
+        assert changes_process() == 1
+        assert pushed_results() == [[A, B]]
+
+    def test_push_management_subscriptions_start_from_the_current_result(self, api, catalog):
+        response = push_subscribe(api, push_element(notifyInterface=mqtt_notify("t/managed")))
+        assert response.status_code == 201, response.content
+        assert changes_process() == 0
+        make_rules(("TemperatureConsumer", B, 2))
+        assert changes_process() == 1
+        assert pushed_results() == [[A, B]]
+
+    def test_without_a_preview_the_next_evaluated_result_is_pushed(
+            self, api, catalog, monkeypatch, caplog):
+        def unavailable(**kwargs):
+            raise ExternalServerError("ServiceRegistry is unavailable")
+
+        monkeypatch.setattr(services, "orchestrate_preview", unavailable)
+        self.quiet_subscribe(api)  # the subscribe does not depend on the other system
+        assert "its current result could not be previewed" in caplog.text
+        monkeypatch.undo()
+        assert changes_process() == 1
+        assert pushed_results() == [[A]]
 
 
 class ChangeListenerTests:

@@ -112,11 +112,11 @@ class BatchEvaluationTests:
 
     @pytest.fixture
     def flagged(self, api) -> list[Subscription]:
-        """Two flagged subscriptions never pushed (any result is news), in the order a
-        batch takes them (by pk)."""
+        """Two flagged subscriptions whose last result is unknown (any result is news, as
+        after a subscribe whose preview failed), in the order a batch takes them (by pk)."""
         for definition in ("temperatureInfo", "pressureInfo"):
             subscribe(api, subscription_body(definition, notify=mqtt_notify(f"t/{definition}")))
-        Subscription.objects.update(needs_evaluation=True)
+        Subscription.objects.update(needs_evaluation=True, last_fingerprint="")
         return list(Subscription.objects.order_by("pk"))
 
     def test_a_subscription_expiring_at_the_instant_of_the_round_is_skipped(self, flagged,

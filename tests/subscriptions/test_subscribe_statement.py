@@ -27,12 +27,14 @@ def _request(consumer: str, **fields):
     return parse_subscribe_request(serializer.validated_data, requester=consumer)
 
 
-def _write(consumer: str, request, now: dt.datetime = NOW):
+def _write(consumer: str, request, now: dt.datetime = NOW, baseline: str | None = None):
+    """The statement's write, from the subscription's baseline (read now, unless given)."""
     expires = now + dt.timedelta(seconds=request.duration) if request.duration else None
     return subscription_write_at_once(
         owner=consumer, subscribe=request,
         key=identity_key(consumer, request.target, request.service_definition),
-        expires_at=expires, now=now)
+        expires_at=expires, now=now,
+        baseline=services.subscription_baseline(request, now) if baseline is None else baseline)
 
 
 def _stored(subscription_id) -> dict:
@@ -68,19 +70,21 @@ class OneStatementSubscribeTests:
     def test_the_same_notify_interface_is_overwritten_in_place(self):
         first_id, _ = _write("StatementConsumer", _request("StatementConsumer", **BODY))
         Subscription.objects.filter(id=first_id).update(last_fingerprint="f" * 64,
-                                                        needs_evaluation=True)
+                                                        needs_evaluation=False)
         later = NOW + dt.timedelta(minutes=5)
         changed = {**BODY, "duration": None,
                    "orchestrationRequest": {"serviceRequirement": {
                        "serviceDefinition": "temperatureInfo"}}}
         second_id, created = _write("StatementConsumer", _request("StatementConsumer",
-                                                                  **changed), now=later)
+                                                                  **changed),
+                                    now=later, baseline="b" * 64)
         assert (second_id, created) == (first_id, False)
         stored = Subscription.objects.get(id=first_id)
         assert stored.orchestration_request == changed["orchestrationRequest"]
         assert (stored.duration, stored.expires_at) == (None, None)
-        assert stored.last_fingerprint == ""  # a new request: the next result is news
-        assert stored.needs_evaluation is True  # a flagged evaluation still runs
+        # The new request's result as it is now; what changes after it is pushed.
+        assert stored.last_fingerprint == "b" * 64
+        assert stored.needs_evaluation is True
         assert (stored.created_at, stored.updated_at) == (NOW, later)
 
     def test_a_changed_notify_interface_is_left_to_the_general_path(self):

@@ -1,5 +1,6 @@
 import pytest
 from django.contrib.messages import get_messages
+from django.core.cache import cache
 
 from notifications.models import NotificationDelivery
 from subscriptions.models import Subscription
@@ -53,6 +54,7 @@ class SubscriptionAdminTests:
         make_rules(("TemperatureConsumer", "TemperatureProvider|temperatureInfo|1.0.0", 1))
         subscribe(api, subscription_body())
         subscription = Subscription.objects.get()
+        cache.clear()  # the Blacklist's answers to the subscribe's preview of the result
         blacklist.refuse_with = 403
         response = admin_client.post("/admin/subscriptions/subscription/",
                                      {"action": "push_now",
