@@ -12,7 +12,7 @@ from serviceregistry import instances, peers  # noqa: E402
 from tests import services  # noqa: E402
 from tests.endpoints import HttpSink, MqttReceiver  # noqa: E402
 from tests.fake_service_registry import FakeServiceRegistry  # noqa: E402
-from tests.worker import celery_worker  # noqa: E402,F401  (fixture)
+from tests.worker import celery_worker, deliveries_settle  # noqa: E402,F401  (fixture)
 
 
 @pytest.fixture(scope="session")
@@ -25,8 +25,11 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
 def pytest_runtest_teardown(item, nextitem):
     """Pull jobs are written behind the answer by a thread (orchestration.job_writer): a test's
     are written before its fixtures (the database first) are torn down, so that no insert runs
-    into the flush of a transactional test's tables."""
+    into the flush of a transactional test's tables; and the session's workers are left with
+    nothing to send (`deliveries_settle`)."""
     job_writer_flush()
+    if "celery_worker" in item.fixturenames:
+        deliveries_settle()
     return (yield)
 
 

@@ -15,6 +15,7 @@ from django.db import connection
 
 from config.celery import app as celery_app
 from tests import services
+from tests.concurrency import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -125,6 +126,26 @@ def celery_worker(django_db_setup, django_db_blocker, tmp_path_factory):
     workers see their data. Yields the first one's log."""
     with make_workers(tmp_path_factory.mktemp("worker"), django_db_blocker.unblock) as log:
         yield log
+
+
+def deliveries_settle(timeout: float = 20.0) -> None:
+    """Before a test's tables are flushed while the session's workers run on: what they would
+    still send is cancelled and the sends in flight are waited for (at most `timeout`), so
+    that no worker transaction (a deferral, an outcome) runs into the flush. TRUNCATE takes
+    its tables' locks one by one, and with a worker holding one of them and waiting for
+    another, PostgreSQL ends the flush as a deadlock and the next test starts with this
+    one's rows."""
+    from notifications.models import NotificationDelivery
+
+    Status = NotificationDelivery.Status
+    unfinished = NotificationDelivery.objects.filter(status__in=(Status.PENDING,
+                                                                 Status.SENDING))
+
+    def settled() -> bool:
+        unfinished.filter(status=Status.PENDING).update(status=Status.CANCELLED)
+        return not unfinished.exists()
+
+    wait_until(settled, timeout=timeout, interval=0.1)
 
 
 def forget_queues(*queues: str) -> None:
