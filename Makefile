@@ -76,8 +76,9 @@ test: $(VENV)/.installed-test
 clean:
 	rm -rf $(VENV) var
 
-# Benchmarks print their figures; see bench/.
-bench: $(VENV)/.installed
+# Benchmarks print their figures; see bench/. broker_restart.py starts a private Redis with
+# the tests' tools (requirements-test.txt).
+bench: $(VENV)/.installed-test
 	$(PY) bench/rules_at_scale.py
 	$(PY) bench/history_query.py
 	$(PY) bench/http_throughput.py --slow 8
@@ -86,6 +87,7 @@ bench: $(VENV)/.installed
 	$(PY) bench/pull_http.py --scale-check
 	$(PY) bench/push_fanout.py
 	$(PY) bench/http_fairness.py
+	$(PY) bench/broker_restart.py
 
 # Mutation check (docs/testing.md): mutants of the core modules against their fast tests, in
 # copies of the tree under /tmp; `make mutation MODULE=orchestration/matching.py` for one.

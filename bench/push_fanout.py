@@ -90,6 +90,7 @@ BULK = 1000
 TOPIC_ROOT = "bench/push-fanout"
 QUEUE = "serviceorchestration"  # CELERY_TASK_DEFAULT_QUEUE's default, as `make worker` uses
 HTTP_CONCURRENCY = "8"  # NOTIFY_HTTP_CONCURRENCY's default, as `make worker-http` uses
+KEEP_RUNNING = [sys.executable, "-m", "config.keep_running", "--"]  # the Makefile's KEEP_RUNNING
 SUBSCRIBE_GOAL = 400.0  # subscribe calls/s with 8 concurrent clients
 # Every one of GOAL_SUBSCRIBERS subscribers has its new result within this many seconds.
 GOAL_SUBSCRIBERS = 10_000
@@ -317,10 +318,12 @@ def topology_environment(topology: str, database_url: str, redis_url: str,
             "CELERY_TASK_DEFAULT_QUEUE": QUEUE, "NOTIFY_HTTP_CONCURRENCY": HTTP_CONCURRENCY}
 
 
-def celery_commands(schedule: Path) -> dict[str, list[str]]:
+def celery_commands(schedule: Path, keep_running: bool = False) -> dict[str, list[str]]:
     """`make worker-main`, `make worker-http` and `make beat` (its schedule file at
-    `schedule`)."""
-    celery = [sys.executable, "-m", "celery", "--app", "config"]
+    `schedule`); with `keep_running` each under config.keep_running as those targets run it
+    (this bench's own runs start Celery directly)."""
+    wrapper = KEEP_RUNNING if keep_running else []
+    celery = [*wrapper, sys.executable, "-m", "celery", "--app", "config"]
     return {
         "worker-main": [*celery, "worker", "--hostname", "main@%h", "--loglevel", "INFO",
                         "--queues", f"{QUEUE},{QUEUE}.mqtt"],
@@ -337,12 +340,14 @@ def readiness_mark(name: str) -> str:
 
 
 @contextlib.contextmanager
-def celery_processes(environment: dict[str, str], logs: Path):
-    """The workers and beat of the production topology, each in its own process group,
-    all stopped (group by group) when the block ends, however it ends."""
+def celery_processes(environment: dict[str, str], logs: Path, keep_running: bool = False):
+    """The workers and beat of the production topology (`keep_running`: see celery_commands),
+    each in its own process group, all stopped (group by group) when the block ends, however
+    it ends."""
     processes: dict[str, subprocess.Popen] = {}
     try:
-        for name, command in celery_commands(logs / "celerybeat-schedule").items():
+        for name, command in celery_commands(logs / "celerybeat-schedule",
+                                             keep_running).items():
             with open(logs / f"{name}.log", "w") as log:
                 processes[name] = subprocess.Popen(command, cwd=ROOT, env=environment,
                                                    stdout=log, stderr=subprocess.STDOUT,
@@ -368,15 +373,34 @@ def wait_until_logged(process: subprocess.Popen, log: Path, mark: str, name: str
 
 def stop_group(process: subprocess.Popen, timeout: float = 30) -> None:
     """SIGTERM to the process (a Celery warm shutdown: it lets its pool processes finish
-    and stops them; a SIGTERM to each of them would be logged as lost work), then SIGKILL
-    to its whole group, after `timeout` if it has not ended by then."""
+    and stops them; a SIGTERM to each of them would be logged as lost work; config.keep_running
+    passes it on to its command), then SIGKILL to its whole group and to the groups its
+    children lead (keep_running's command has a session of its own), after `timeout` if it
+    has not ended by then."""
+    groups = [process.pid, *group_leading_children(process.pid)]
     with contextlib.suppress(ProcessLookupError):
         process.send_signal(signal.SIGTERM)
     with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=timeout)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
+    for group in groups:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
     process.wait()
+
+
+def group_leading_children(pid: int) -> list[int]:
+    """The children of `pid` that lead a process group of their own (Linux's /proc; none
+    where it cannot be read)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    leading = []
+    for child in map(int, children):
+        with contextlib.suppress(ProcessLookupError):
+            if os.getpgid(child) == child:
+                leading.append(child)
+    return leading
 
 
 def flush_redis(url: str) -> None:
@@ -658,17 +682,31 @@ def measure_topology(topology: str, arguments: argparse.Namespace, logs: Path,
 def fan_out(port: int, listener: Listener, revision: str,
             arguments: argparse.Namespace) -> dict:
     """The update, then the arrivals until all are in (plus the grace) or the timeout."""
-    timeout = arguments.timeout or fanout_timeout(arguments.subscriptions)
+    update_at = update_instance(port, revision)
+    return await_arrivals(listener, update_at, arguments.subscriptions,
+                          arguments.timeout or fanout_timeout(arguments.subscriptions),
+                          arguments.grace)
+
+
+def update_instance(port: int, revision: str) -> float:
+    """The update to `revision`; when it was called (time.monotonic(), just before)."""
     update_at = time.monotonic()
     call_json(port, "PUT", UPDATE, instance_update_body(revision), SYSOP)
     print(f"  update answered in {time.monotonic() - update_at:.2f} s", flush=True)
-    if listener.wait_for(arguments.subscriptions, update_at + timeout):
-        time.sleep(arguments.grace)  # late duplicates
+    return update_at
+
+
+def await_arrivals(listener: Listener, update_at: float, subscribers: int, timeout: float,
+                   grace: float) -> dict:
+    """The arrivals until all `subscribers` have the new result (then `grace` seconds more
+    for late duplicates) or `timeout` from the update; the fan-out's figures."""
+    if listener.wait_for(subscribers, update_at + timeout):
+        time.sleep(grace)
     else:
-        missing = arguments.subscriptions - len(listener.reached)
-        print(f"  timeout after {timeout:.0f} s: {missing} of {arguments.subscriptions} "
+        missing = subscribers - len(listener.reached)
+        print(f"  timeout after {timeout:.0f} s: {missing} of {subscribers} "
               f"subscribers missing", flush=True)
-    return fanout_figures(list(listener.records), update_at, arguments.subscriptions)
+    return fanout_figures(list(listener.records), update_at, subscribers)
 
 
 def print_log_problems(logs: Path, topology: str) -> None:
