@@ -152,7 +152,8 @@ class SubscriptionPushTests:
         body["orchestrationRequest"]["exclusivityDuration"] = 60
         subscribe(api, body, consumer="CarConsumer1")
         CatalogChange.objects.all().delete()
-        make_rules(("CarConsumer1", "Other|heater|1.0.0", 3))  # a change of its rules
+        make_instances(instance_body("Heater", "heater",  # a change of its result
+                                     metadata={"allowExclusivity": 120, "zone": "north"}))
         assert changes_process() == 1
         pushed = NotificationDelivery.objects.get().payload["payload"]
         assert [r["serviceInstanceId"] for r in pushed["results"]] == [HEATER]
