@@ -2,6 +2,7 @@
 the Django settings (HOST, PORT, WEB_CONCURRENCY) so that the service has one source of
 configuration."""
 import os
+import sys
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -53,12 +54,33 @@ if settings.TLS_CERT_FILE:  # generic_https
 
 
 def on_starting(server) -> None:
-    """In the master, before any worker: the metrics of the previous run's processes go
-    (config/metrics_files.py)."""
+    """In the master, before it binds anything: the identity policy must fit the addresses it
+    will listen on, `--bind` included (identity/exposure.py), and is named in the log; the
+    metrics of the previous run's processes go (config/metrics_files.py)."""
+    from identity.exposure import declared_refusal, policy_record
+
+    for address in server.cfg.address:
+        shown, host = _listening(address)
+        if refusal := declared_refusal(shown, host):
+            server.log.error(refusal)
+            sys.exit(1)
+        level, line = policy_record(shown, host)
+        server.log.log(level, line)
     if settings.METRICS_DIR:
         from config.metrics_files import metrics_files_prune
 
         metrics_files_prune(settings.METRICS_DIR)
+
+
+def _listening(address: tuple[str, int] | str | int) -> tuple[str, str]:
+    """A bound address as shown in the log, and its host: a Unix socket is reached from this
+    machine only (its host is `localhost`); an inherited file descriptor could be anything."""
+    if isinstance(address, tuple):
+        host, port = address[0], address[1]
+        return (f"[{host}]:{port}" if ":" in host else f"{host}:{port}"), host
+    if isinstance(address, int):
+        return f"fd://{address}", ""
+    return f"unix:{address}", "localhost"
 
 
 def child_exit(server, worker) -> None:
