@@ -54,11 +54,18 @@ if settings.TLS_CERT_FILE:  # generic_https
 
 
 def on_starting(server) -> None:
-    """In the master, before it binds anything: the identity policy must fit the addresses it
-    will listen on, `--bind` included (identity/exposure.py), and is named in the log; the
-    metrics of the previous run's processes go (config/metrics_files.py)."""
+    """In the master, before it binds anything: the TLS files must be readable; the identity
+    policy must fit the addresses it will listen on, `--bind` included (identity/exposure.py),
+    and is named in the log; the metrics of the previous run's processes go
+    (config/metrics_files.py)."""
     from identity.exposure import declared_refusal, policy_record
 
+    for name in ("TLS_CERT_FILE", "TLS_KEY_FILE", "TLS_CA_FILE"):
+        # e.g. compose's ./certs left empty: say which file, not a traceback from the socket.
+        if (path := getattr(settings, name)) and not os.access(path, os.R_OK):
+            server.log.error(f"Refusing to start: {name}={path} is not a readable file "
+                             "(HTTPS; docs/operations.md, Secure production setup)")
+            sys.exit(1)
     for address in server.cfg.address:
         shown, host = _listening(address)
         if refusal := declared_refusal(shown, host):

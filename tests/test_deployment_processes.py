@@ -169,37 +169,39 @@ def test_make_beat_keeps_its_schedule_in_var(queue, tmp_path):
     assert ignored.returncode == 0 and len(ignored.stdout.splitlines()) == len(schedule)
 
 
+def _run_until_exit(tmp_path: Path, **env: str | None) -> tuple[int, str]:
+    """gunicorn's exit status and output when started with `env`, given 60 s to stop by
+    itself; whatever it started is killed afterwards."""
+    log_path = tmp_path / "gunicorn.log"
+    environment = {**os.environ, "DATABASE_URL": _database_url(), "WEB_CONCURRENCY": "1",
+                   "SERVE_STATIC": "false", **env}
+    environment = {name: value for name, value in environment.items() if value is not None}
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "--config", "python:config.gunicorn",
+             "config.wsgi"], cwd=ROOT, env=environment, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        return process.wait(timeout=60), log_path.read_text()
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait()
+
+
 class DeclaredPolicyExposureTests:
     """The web process refuses the declared policy where other hosts reach it (issue 29,
     item 3; identity/exposure.py): anyone there could send `Bearer SYSTEM//Sysop`."""
 
     pytestmark = pytest.mark.django_db(transaction=True)
 
-    def _run_until_exit(self, tmp_path: Path, **env: str) -> tuple[int, str]:
-        """gunicorn's exit status and output when started with `env`, given 60 s to stop by
-        itself; whatever it started is killed afterwards."""
-        log_path = tmp_path / "gunicorn.log"
-        environment = {**os.environ, "DATABASE_URL": _database_url(), "WEB_CONCURRENCY": "1",
-                       "SERVE_STATIC": "false", **env}
-        environment.pop("IDENTITY_DECLARED_ON_NETWORK", None)
-        environment.pop("AUTHENTICATION_POLICY", None)
-        with log_path.open("w") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "--config", "python:config.gunicorn",
-                 "config.wsgi"], cwd=ROOT, env=environment, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            return process.wait(timeout=60), log_path.read_text()
-        finally:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            process.wait()
-
     def test_it_refuses_declared_on_a_non_loopback_address_in_one_line(self, tmp_path):
         port = reserved_port()
-        status, output = self._run_until_exit(tmp_path, HOST="0.0.0.0", PORT=str(port))
+        status, output = _run_until_exit(tmp_path, HOST="0.0.0.0", PORT=str(port),
+                                         IDENTITY_DECLARED_ON_NETWORK=None,
+                                         AUTHENTICATION_POLICY=None)
         assert status != 0, output
         refusals = [line for line in output.splitlines() if "Refusing to start" in line]
         assert len(refusals) == 1, output
@@ -230,3 +232,16 @@ class DeclaredPolicyExposureTests:
         with gunicorn_process(env, log_path) as (_, port):  # HOST=127.0.0.1, as `make run`
             wait_for(lambda: _echo(port) == "Got it!", timeout=60, what="echo")
         assert named in log_path.read_text()
+
+
+def test_gunicorn_names_a_tls_file_it_cannot_read_in_one_line(tmp_path):
+    """compose's ./certs left empty: the line says which setting and file, instead of a
+    traceback (issue 29, item 3)."""
+    missing = tmp_path / "SimpleStoreServiceOrchestration.pem"
+    status, output = _run_until_exit(tmp_path, HOST="127.0.0.1", PORT=str(reserved_port()),
+                                     AUTHENTICATION_POLICY="token", TLS_CERT_FILE=str(missing),
+                                     TLS_KEY_FILE=str(tmp_path / "key.pem"))
+    assert status == 1, output
+    assert f"[ERROR] Refusing to start: TLS_CERT_FILE={missing} is not a readable file " \
+        "(HTTPS; docs/operations.md, Secure production setup)\n" in output
+    assert "Traceback" not in output and "Listening at" not in output

@@ -84,6 +84,7 @@ def test_it_exits_non_zero_with_one_line_for_declared_on_a_network_broker():
     assert result.stderr.strip() == f"CommandError: {DECLARED_ON_NETWORK}"
 
 
+@pytest.mark.django_db  # the WARNING is also stored for the logs query
 def test_the_setting_lets_declared_start_on_a_network_broker_with_a_warning(
         settings, unconnected, caplog):
     settings.MQTT_API_ENABLED, settings.AUTHENTICATION_POLICY = True, "declared"
