@@ -2,6 +2,7 @@
 the Django settings (HOST, PORT, WEB_CONCURRENCY) so that the service has one source of
 configuration."""
 import os
+import sys
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -53,12 +54,40 @@ if settings.TLS_CERT_FILE:  # generic_https
 
 
 def on_starting(server) -> None:
-    """In the master, before any worker: the metrics of the previous run's processes go
+    """In the master, before it binds anything: the TLS files must be readable; the identity
+    policy must fit the addresses it will listen on, `--bind` included (identity/exposure.py),
+    and is named in the log; the metrics of the previous run's processes go
     (config/metrics_files.py)."""
+    from identity.exposure import declared_refusal, policy_record
+
+    for name in ("TLS_CERT_FILE", "TLS_KEY_FILE", "TLS_CA_FILE"):
+        # e.g. compose's ./certs left empty: say which file, not a traceback from the socket.
+        if (path := getattr(settings, name)) and not os.access(path, os.R_OK):
+            server.log.error(f"Refusing to start: {name}={path} is not a readable file "
+                             "(HTTPS; docs/operations.md, Secure production setup)")
+            sys.exit(1)
+    for address in server.cfg.address:
+        shown, host = _listening(address)
+        if refusal := declared_refusal(shown, host):
+            server.log.error(refusal)
+            sys.exit(1)
+        level, line = policy_record(shown, host)
+        server.log.log(level, line)
     if settings.METRICS_DIR:
         from config.metrics_files import metrics_files_prune
 
         metrics_files_prune(settings.METRICS_DIR)
+
+
+def _listening(address: tuple[str, int] | str | int) -> tuple[str, str]:
+    """A bound address as shown in the log, and its host: a Unix socket is reached from this
+    machine only (its host is `localhost`); an inherited file descriptor could be anything."""
+    if isinstance(address, tuple):
+        host, port = address[0], address[1]
+        return (f"[{host}]:{port}" if ":" in host else f"{host}:{port}"), host
+    if isinstance(address, int):
+        return f"fd://{address}", ""
+    return f"unix:{address}", "localhost"
 
 
 def child_exit(server, worker) -> None:

@@ -217,6 +217,24 @@ if bool(TLS_CERT_FILE) != bool(TLS_KEY_FILE):
 if AUTHENTICATION_POLICY == "certificate" and not (TLS_CERT_FILE and TLS_CA_FILE):
     raise ImproperlyConfigured("AUTHENTICATION_POLICY=certificate needs TLS_CERT_FILE, "
                                "TLS_KEY_FILE and TLS_CA_FILE (clients present certificates)")
+# --- Production safety (issue 29, item 3; docs/identity.md, docs/operations.md) -------------
+# The web process and the MQTT interface refuse the declared policy on a non-loopback address
+# unless this says only trusted systems reach it (identity/exposure.py). Unsafe.
+IDENTITY_DECLARED_ON_NETWORK = env.bool("IDENTITY_DECLARED_ON_NETWORK", default=False)
+# A reverse proxy in front terminates TLS and sets `X-Forwarded-Proto: https` (it must replace
+# a client's own). With it, or with TLS served here (TLS_CERT_FILE), clients use HTTPS only:
+# cookies are Secure and browsers are told HSTS. Redirecting plain HTTP is then not ours to do
+# (no plain listener here, or the proxy's), nor is HSTS preload (docs/decisions.md).
+TLS_PROXY = env.bool("TLS_PROXY", default=False)
+HTTPS_ONLY = bool(TLS_CERT_FILE) or TLS_PROXY
+if TLS_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+if HTTPS_ONLY:
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = 365 * 24 * 3600
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SILENCED_SYSTEM_CHECKS += ["security.W008", "security.W021"]
+# --- end of Production safety -----------------------------------------------------------------
 # authorization: ConsumerAuthorization decides for the systems that are neither operators nor
 # whitelisted (docs/identity.md).
 MANAGEMENT_POLICIES = ("sysop-only", "whitelist", "permission", "authorization")

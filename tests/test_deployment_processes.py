@@ -22,7 +22,8 @@ from tests import services
 from tests.concurrency import wait_for, wait_until
 from tests.databases import database_exists, throwaway_database
 from tests.ports import reserved_port
-from tests.worker import ROOT, forget_queues, wait_for_output
+from tests.web_server import gunicorn_process
+from tests.worker import ROOT, _database_url, forget_queues, wait_for_output
 
 DATABASE = "so_deploy_honcho"
 # On top of the README's block: a small scale, beat's sweep every second, no MQTT interface.
@@ -166,3 +167,81 @@ def test_make_beat_keeps_its_schedule_in_var(queue, tmp_path):
     ignored = subprocess.run(["git", "check-ignore", *map(str, schedule)], cwd=ROOT,
                              capture_output=True, text=True)
     assert ignored.returncode == 0 and len(ignored.stdout.splitlines()) == len(schedule)
+
+
+def _run_until_exit(tmp_path: Path, **env: str | None) -> tuple[int, str]:
+    """gunicorn's exit status and output when started with `env`, given 60 s to stop by
+    itself; whatever it started is killed afterwards."""
+    log_path = tmp_path / "gunicorn.log"
+    environment = {**os.environ, "DATABASE_URL": _database_url(), "WEB_CONCURRENCY": "1",
+                   "SERVE_STATIC": "false", **env}
+    environment = {name: value for name, value in environment.items() if value is not None}
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "--config", "python:config.gunicorn",
+             "config.wsgi"], cwd=ROOT, env=environment, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        return process.wait(timeout=60), log_path.read_text()
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait()
+
+
+class DeclaredPolicyExposureTests:
+    """The web process refuses the declared policy where other hosts reach it (issue 29,
+    item 3; identity/exposure.py): anyone there could send `Bearer SYSTEM//Sysop`."""
+
+    pytestmark = pytest.mark.django_db(transaction=True)
+
+    def test_it_refuses_declared_on_a_non_loopback_address_in_one_line(self, tmp_path):
+        port = reserved_port()
+        status, output = _run_until_exit(tmp_path, HOST="0.0.0.0", PORT=str(port),
+                                         IDENTITY_DECLARED_ON_NETWORK=None,
+                                         AUTHENTICATION_POLICY=None)
+        assert status != 0, output
+        refusals = [line for line in output.splitlines() if "Refusing to start" in line]
+        assert len(refusals) == 1, output
+        assert "[ERROR] Refusing to start: AUTHENTICATION_POLICY=declared on the " \
+            f"non-loopback address 0.0.0.0:{port} " in refusals[0]
+        assert "set IDENTITY_DECLARED_ON_NETWORK=true" in refusals[0]
+        assert "Listening at" not in output and "Booting worker" not in output
+
+    def test_it_starts_with_declared_on_the_network_when_the_setting_allows_it(self, tmp_path):
+        """Listens on every address for a moment; the test connects to loopback only."""
+        log_path = tmp_path / "gunicorn.log"
+        env = {"HOST": "0.0.0.0", "IDENTITY_DECLARED_ON_NETWORK": "true",
+               "AUTHENTICATION_POLICY": None}
+        with gunicorn_process(env, log_path) as (_, port):
+            wait_for(lambda: _echo(port) == "Got it!", timeout=60, what="echo")
+        assert "[WARNING] Identity policy: declared (callers name themselves; for closed " \
+            f"networks and development only); on the non-loopback address 0.0.0.0:{port}, " \
+            "allowed by IDENTITY_DECLARED_ON_NETWORK=true" in log_path.read_text()
+
+    @pytest.mark.parametrize("policy, named", [
+        ("declared", "[INFO] Identity policy: declared (callers name themselves; for closed "
+                     "networks and development only)\n"),
+        ("token", "[INFO] Identity policy: token (identity tokens issued by this service)\n"),
+    ])
+    def test_it_starts_on_loopback_and_names_the_policy_in_force(self, tmp_path, policy, named):
+        log_path = tmp_path / "gunicorn.log"
+        env = {"AUTHENTICATION_POLICY": policy, "IDENTITY_DECLARED_ON_NETWORK": None}
+        with gunicorn_process(env, log_path) as (_, port):  # HOST=127.0.0.1, as `make run`
+            wait_for(lambda: _echo(port) == "Got it!", timeout=60, what="echo")
+        assert named in log_path.read_text()
+
+
+def test_gunicorn_names_a_tls_file_it_cannot_read_in_one_line(tmp_path):
+    """compose's ./certs left empty: the line says which setting and file, instead of a
+    traceback (issue 29, item 3)."""
+    missing = tmp_path / "SimpleStoreServiceOrchestration.pem"
+    status, output = _run_until_exit(tmp_path, HOST="127.0.0.1", PORT=str(reserved_port()),
+                                     AUTHENTICATION_POLICY="token", TLS_CERT_FILE=str(missing),
+                                     TLS_KEY_FILE=str(tmp_path / "key.pem"))
+    assert status == 1, output
+    assert f"[ERROR] Refusing to start: TLS_CERT_FILE={missing} is not a readable file " \
+        "(HTTPS; docs/operations.md, Secure production setup)\n" in output
+    assert "Traceback" not in output and "Listening at" not in output

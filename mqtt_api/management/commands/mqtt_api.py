@@ -1,11 +1,13 @@
 """`manage.py mqtt_api` (`make mqtt-api`): serve every operation over the MQTT broker."""
+import logging
 import signal
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from identity.exposure import declared_refusal, policy_record
 from mqtt_api.server import MqttApiServer
-from notifications.transports import broker_address
+from notifications.transports import TransportError, broker_address
 from orchestration.snapshot import snapshot_start
 
 
@@ -17,11 +19,19 @@ class Command(BaseCommand):
             raise CommandError("The MQTT interface is off: set MQTT_API_ENABLED=true")
         if not settings.MQTT_BROKER_URL:
             raise CommandError("The MQTT interface needs MQTT_BROKER_URL")
-        if settings.AUTHENTICATION_POLICY == "certificate" and \
-                not broker_address(settings.MQTT_BROKER_URL).tls:
+        try:
+            broker = broker_address(settings.MQTT_BROKER_URL)
+        except TransportError as exc:
+            raise CommandError(str(exc)) from exc
+        if settings.AUTHENTICATION_POLICY == "certificate" and not broker.tls:
             # Only a TLS broker can admit just the cloud's certificate holders (mqtt-api.md).
             raise CommandError("The certificate policy over MQTT needs a TLS broker: "
                                "MQTT_BROKER_URL=mqtts://…")
+        # Whoever can publish on the broker sends requests: it is where this process listens.
+        shown = f"{'mqtts' if broker.tls else 'mqtt'}://{broker.host}:{broker.port}"
+        if refusal := declared_refusal(shown, broker.host):
+            raise CommandError(refusal)
+        logging.getLogger("mqtt_api").log(*policy_record(shown, broker.host))
         server = MqttApiServer()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *args: server.stop())
