@@ -1,9 +1,7 @@
 """Where a subscription's notifications go, checked at subscribe time (issue 10 item 11), so
 that a subscription which could never be delivered is refused instead of retried forever.
 
-HTTP addresses go through the catalog's address rules (store.addresses), then the notification
-address policy (notifications/address_policy.py: no loopback, private, link-local or own
-addresses unless NOTIFY_HTTP_ALLOWED_NETWORKS allows them); the MQTT rules are
+HTTP addresses go through the catalog's address rules (store.addresses); the MQTT rules are
 those of MQTT 3.1.1/5 for a topic one publishes to (§4.7: UTF-8, at most 65,535 bytes, no
 wildcards, no U+0000; `$` topics belong to the broker).
 """
@@ -63,11 +61,12 @@ def http_address(address: str) -> str:
     return normalized
 
 
-def http_destination(address: str, port: int) -> None:
-    """Refuse a destination notifications may not go to (loopback, link-local, private, this
-    service's own addresses, unless NOTIFY_HTTP_ALLOWED_NETWORKS allows them: every address a
-    name resolves to must be allowed). A name that does not resolve now is accepted: nothing
-    can be said about it yet, and every send checks it again before connecting."""
+def http_destination_allowed(address: str, port: int) -> None:
+    """Refuse a destination the notification address policy refuses
+    (notifications/address_policy.py: loopback, link-local, private, this service's own
+    addresses, unless NOTIFY_HTTP_ALLOWED_NETWORKS allows them; every address a name resolves
+    to must be allowed). A name that does not resolve now is accepted: nothing can be said
+    about it yet, and every send checks it again before connecting."""
     try:
         address_policy.allowed_addresses(address, port)
     except address_policy.DestinationRefused as refused:

@@ -67,7 +67,7 @@ def _http(properties: dict) -> dict:
         raise InvalidParameter(f"Unsupported notify HTTP method: {method}")
     path = _require(properties, "path", "Notify properties has no path property")
     address, path = notify_targets.http_address(address), notify_targets.http_path(path)
-    notify_targets.http_destination(address, int(text))
+    notify_targets.http_destination_allowed(address, int(text))
     return {**properties, "address": address, "port": int(text), "method": method.upper(),
             "path": path}
 
