@@ -7,6 +7,7 @@ import ipaddress
 import socket
 import threading
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import pytest
 from django.utils import timezone
@@ -89,10 +90,12 @@ class SendTimeCheckTests:
             f"resolves to 127.0.0.1, a loopback address; {HINT}")
         assert silent_server.connections == 0
 
-    def test_a_stored_internal_address_fails_without_connecting(self, settings, silent_server):
+    @pytest.mark.parametrize("protocol", ["HTTP", "HTTPS"])
+    def test_a_stored_internal_address_fails_without_connecting(self, settings, silent_server,
+                                                                 protocol):
         """Subscriptions made before the check, or while the network was allowed."""
         settings.NOTIFY_HTTP_ALLOWED_NETWORKS = ()
-        delivery = attempt(make_delivery("HTTP", silent_server.properties("::ffff:127.0.0.1")))
+        delivery = attempt(make_delivery(protocol, silent_server.properties("::ffff:127.0.0.1")))
         assert (delivery.status, delivery.attempts) == (Status.FAILED, 1)
         assert delivery.last_error.endswith(
             f"Notify address ::ffff:127.0.0.1 is a loopback address; {HINT}")
@@ -136,6 +139,20 @@ class NotHttpTests:
             f"; given up at attempt {NOT_HTTP_MAX_ATTEMPTS} (at most {NOT_HTTP_MAX_ATTEMPTS} "
             "for an answer that is not HTTP)")
         assert not_http_server.connections == NOT_HTTP_MAX_ATTEMPTS
+
+    @pytest.mark.parametrize("server", ["PostgreSQL", "Redis"])
+    def test_the_database_and_the_broker_fail_for_good_after_the_bound(self, settings, server):
+        """The issue's attack: these were retried forever (loopback allowed, as in the suite)."""
+        if server == "Redis":
+            port = urlsplit(settings.CELERY_BROKER_URL).port or 6379
+        else:
+            port = int(settings.DATABASES["default"].get("PORT") or 5432)
+        delivery = make_delivery("HTTP", {"address": "127.0.0.1", "port": port,
+                                          "method": "POST", "path": "/"})
+        for _ in range(NOT_HTTP_MAX_ATTEMPTS):
+            delivery = attempt(delivery)
+        assert (delivery.status, delivery.attempts) == (Status.FAILED, NOT_HTTP_MAX_ATTEMPTS)
+        assert "not an HTTP answer" in delivery.last_error
 
 
 class HostileAnswerTests:
