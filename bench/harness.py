@@ -49,8 +49,10 @@ def create_database(database_url: str, fresh: bool = False) -> None:
 
 
 def server_environment(database_url: str, **extra: str) -> dict[str, str]:
+    # The benches' notify endpoints listen on loopback, which the service refuses by default.
     return {**os.environ, "DATABASE_URL": database_url, "SERVE_STATIC": "false",
-            "HOST": "127.0.0.1", "PORT": str(free_port()), "LOG_LEVEL": "WARNING", **extra}
+            "HOST": "127.0.0.1", "PORT": str(free_port()), "LOG_LEVEL": "WARNING",
+            "NOTIFY_HTTP_ALLOWED_NETWORKS": "127.0.0.0/8", **extra}
 
 
 @contextlib.contextmanager

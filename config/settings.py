@@ -3,6 +3,7 @@
 Every variable read here is listed in the README with its default. Invalid values fail at
 start-up with ImproperlyConfigured instead of surfacing later as odd behaviour.
 """
+import ipaddress
 import os
 import socket
 import urllib.parse
@@ -543,6 +544,16 @@ MQTT_TIMEOUT_SECONDS = env_positive_int("MQTT_TIMEOUT_SECONDS", 5)
 # a dead host is given up on quickly, a slow one is given its read timeout.
 NOTIFY_HTTP_CONNECT_TIMEOUT_SECONDS = env_positive_int("NOTIFY_HTTP_CONNECT_TIMEOUT_SECONDS", 2)
 NOTIFY_HTTP_TIMEOUT_SECONDS = env_positive_int("NOTIFY_HTTP_TIMEOUT_SECONDS", 10)
+# Networks HTTP(S) notifications may go to besides public addresses: loopback, link-local,
+# private and this service's own addresses are refused unless listed here (CIDRs, comma-
+# separated; notifications/address_policy.py).
+NOTIFY_HTTP_ALLOWED_NETWORKS = env.list("NOTIFY_HTTP_ALLOWED_NETWORKS", default=[])
+try:
+    NOTIFY_HTTP_ALLOWED_NETWORKS = tuple(ipaddress.ip_network(network.strip())
+                                         for network in NOTIFY_HTTP_ALLOWED_NETWORKS
+                                         if network.strip())
+except ValueError as error:
+    raise ImproperlyConfigured(f"NOTIFY_HTTP_ALLOWED_NETWORKS: {error}") from None
 # One slow or dead HTTP destination (host:port) may only delay its own notifications: at most
 # this many sends to it at once (the others wait without holding a worker), and a circuit
 # breaker that stops sending to it after that many consecutive failures for the cool-down.

@@ -160,6 +160,7 @@ def delivery_send(delivery_id: uuid.UUID | str) -> str:
         with ClaimHeartbeat(delivery.id, delivery.claimed_at):
             transports.send(delivery.protocol, delivery.properties, delivery.payload)
     except transports.TransportError as exc:
+        exc = _not_http_bounded(delivery, exc)
         # What retrying may cure (silence, refused connections, 5xx, 408/429) counts against
         # the destination; a permanent refusal shows it up and answering.
         destination_record(key=delivery.destination, reachable=not exc.transient,
@@ -170,6 +171,24 @@ def delivery_send(delivery_id: uuid.UUID | str) -> str:
         return _record_transient_failure(delivery, error=f"Unexpected error: {exc!r}")
     destination_record(key=delivery.destination, reachable=True, now=timezone.now())
     return _record(delivery, status=Status.DELIVERED)
+
+
+# A destination that answers HTTP requests with something else (garbage, or by closing the
+# connection: a database's, Redis's or a broker's port) is tried this many times in all, then
+# the delivery fails for good (docs/subscriptions.md, Delivery).
+NOT_HTTP_MAX_ATTEMPTS = 3
+
+
+def _not_http_bounded(delivery: NotificationDelivery,
+                      error: transports.TransportError) -> transports.TransportError:
+    """`error`, made permanent when it is a non-HTTP answer at the delivery's
+    NOT_HTTP_MAX_ATTEMPTS-th attempt or a later one."""
+    attempt = delivery.attempts + 1
+    if not (error.not_http and error.transient and attempt >= NOT_HTTP_MAX_ATTEMPTS):
+        return error
+    return transports.TransportError(f"{error}; given up at attempt {attempt} (at most "
+                                     f"{NOT_HTTP_MAX_ATTEMPTS} for an answer that is not HTTP)",
+                                     transient=False, not_http=True)
 
 
 MAX_NAMED_IN_LOG = 10  # subscriptions named in one warning about a batch's failed attempts
@@ -249,7 +268,9 @@ def _record(delivery: NotificationDelivery, *, status: str, error: str = "",
     after our lease ran out (then theirs is the record that counts). Returns the status
     the row has afterwards."""
     now = timezone.now()
-    changes: dict[str, Any] = {"status": status, "last_error": error, "updated_at": now}
+    # A destination's answer may end up in the error: PostgreSQL text cannot hold NUL.
+    changes: dict[str, Any] = {"status": status, "last_error": error.replace("\x00", "\\x00"),
+                               "updated_at": now}
     if attempted:
         changes["attempts"] = F("attempts") + 1
     if status == Status.DELIVERED:

@@ -24,17 +24,22 @@ from django.conf import settings
 from paho.mqtt.client import Client, MQTTMessageInfo
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 
+from notifications import address_policy
+
 # Status codes that mean "not now" rather than "never": retried like a connection error.
 TRANSIENT_HTTP_STATUSES = frozenset({408, 429})
 
 
 class TransportError(Exception):
     """A failed send. `transient`: the broker or endpoint may accept it later (retry);
-    otherwise retrying cannot help (the configuration or the endpoint refuses it)."""
+    otherwise retrying cannot help (the configuration or the endpoint refuses it).
+    `not_http`: the destination accepted the connection but did not answer in HTTP (garbage,
+    or closed without an answer): retried, but only a bounded number of times."""
 
-    def __init__(self, message: str, *, transient: bool) -> None:
+    def __init__(self, message: str, *, transient: bool, not_http: bool = False) -> None:
         super().__init__(message)
         self.transient = transient
+        self.not_http = not_http
 
 
 def send(protocol: str, properties: dict[str, Any], payload: Any) -> None:
@@ -393,11 +398,36 @@ class _ConnectTimeout:
             deadline.watch(self.sock)
 
 
-class _HTTPConnection(_ConnectTimeout, http.client.HTTPConnection):
+class _CheckedConnection(http.client.HTTPConnection):
+    """Connects only to addresses the address policy allows, and only to those it checked:
+    the name is resolved once, here, at every attempt (a name that now resolves to a refused
+    address, DNS rebinding, raises DestinationRefused and nothing connects). TLS still
+    verifies the certificate against the name (HTTPSConnection wraps this socket)."""
+
+    host: str
+    port: int
+    timeout: float | None
+    source_address: tuple[str, int] | None
+
+    def connect(self) -> None:
+        error: OSError | None = None
+        for address in address_policy.allowed_addresses(self.host, self.port):
+            try:
+                self.sock = socket.create_connection((address, self.port), self.timeout,
+                                                     self.source_address)
+            except OSError as exc:
+                error = exc
+                continue
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return
+        raise error or OSError(f"{self.host} resolves to no address")
+
+
+class _HTTPConnection(_ConnectTimeout, _CheckedConnection):
     pass
 
 
-class _HTTPSConnection(_ConnectTimeout, http.client.HTTPSConnection):
+class _HTTPSConnection(_ConnectTimeout, http.client.HTTPSConnection, _CheckedConnection):
     pass
 
 
@@ -454,6 +484,11 @@ def http_destination(protocol: str, properties: dict[str, Any]) -> str:
         return ""
 
 
+# A connection that the destination accepted and then cut while the request went out or
+# before any answer: what a database's or a broker's port does with an HTTP request.
+_CUT_OFF = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
+
+
 def http_send(*, protocol: str, properties: dict[str, Any], payload: Any) -> None:
     """Send the body with the subscriber's method; a 2xx answer is a delivery."""
     request = _http_request(protocol, properties, payload)
@@ -473,11 +508,17 @@ def http_send(*, protocol: str, properties: dict[str, Any], payload: Any) -> Non
     except InvalidURL as exc:  # e.g. control characters in the path
         raise TransportError(f"Invalid notify URL {request.full_url!r}: {exc}",
                              transient=False) from exc
+    except address_policy.DestinationRefused as exc:  # checked before connecting
+        raise TransportError(f"{request.full_url}: {exc}", transient=False) from exc
     except (urllib.error.URLError, HTTPException, OSError) as exc:  # refused, reset, timeout
         reason = getattr(exc, "reason", exc)
+        not_http = not deadline.expired and isinstance(reason, (HTTPException, *_CUT_OFF))
         if deadline.expired:
             reason = f"no complete answer within {seconds} s ({reason})"
-        raise TransportError(f"{request.full_url}: {reason}", transient=True) from exc
+        elif not_http:  # the destination's bytes, escaped (NUL cannot be stored) and cut
+            reason = f"not an HTTP answer ({type(reason).__name__}: {ascii(str(reason))[:200]})"
+        raise TransportError(f"{request.full_url}: {reason}", transient=True,
+                             not_http=not_http) from exc
 
 
 def _http_request(protocol: str, properties: dict[str, Any],

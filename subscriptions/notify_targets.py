@@ -9,6 +9,7 @@ import ipaddress
 import unicodedata
 
 from config.exceptions import InvalidParameter
+from notifications import address_policy
 from store.addresses import detect_address_type, parse_interface_address
 
 MAX_TOPIC_BYTES = 65_535
@@ -58,6 +59,20 @@ def http_address(address: str) -> str:
     if detect_address_type(normalized) == "IPV6":
         return ipaddress.IPv6Address(normalized).compressed
     return normalized
+
+
+def http_destination_allowed(address: str, port: int) -> None:
+    """Refuse a destination the notification address policy refuses
+    (notifications/address_policy.py: loopback, link-local, private, this service's own
+    addresses, unless NOTIFY_HTTP_ALLOWED_NETWORKS allows them; every address a name resolves
+    to must be allowed). A name that does not resolve now is accepted: nothing can be said
+    about it yet, and every send checks it again before connecting."""
+    try:
+        address_policy.allowed_addresses(address, port)
+    except address_policy.DestinationRefused as refused:
+        raise InvalidParameter(str(refused)) from None
+    except (OSError, UnicodeError):
+        pass  # does not resolve (now)
 
 
 def http_path(path: str) -> str:

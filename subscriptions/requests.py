@@ -66,8 +66,10 @@ def _http(properties: dict) -> dict:
     if method.upper() not in HTTP_METHODS:
         raise InvalidParameter(f"Unsupported notify HTTP method: {method}")
     path = _require(properties, "path", "Notify properties has no path property")
-    return {**properties, "address": notify_targets.http_address(address), "port": int(text),
-            "method": method.upper(), "path": notify_targets.http_path(path)}
+    address, path = notify_targets.http_address(address), notify_targets.http_path(path)
+    notify_targets.http_destination_allowed(address, int(text))
+    return {**properties, "address": address, "port": int(text), "method": method.upper(),
+            "path": path}
 
 
 def _mqtt(properties: dict) -> dict:

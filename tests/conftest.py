@@ -1,3 +1,6 @@
+import ipaddress
+import os
+import socket
 from collections.abc import Iterator
 
 import pytest
@@ -6,13 +9,42 @@ pytest.register_assert_rewrite("tests.helpers", "tests.store.helpers")
 
 from rest_framework.test import APIClient  # noqa: E402
 
+from django.conf import settings as django_settings  # noqa: E402
+
 from config.celery import app as celery_app  # noqa: E402
+from notifications import address_policy  # noqa: E402
 from orchestration.job_writer import job_writer_flush  # noqa: E402
 from serviceregistry import instances, peers  # noqa: E402
 from tests import services  # noqa: E402
 from tests.endpoints import HttpSink, MqttReceiver  # noqa: E402
 from tests.fake_service_registry import FakeServiceRegistry  # noqa: E402
 from tests.worker import celery_worker, deliveries_settle  # noqa: E402,F401  (fixture)
+
+# Every endpoint the tests notify listens on loopback (tests/endpoints.py), which the service
+# refuses by default (notifications/address_policy.py): allowed here, for this process and for
+# every worker and server it starts (they inherit its environment).
+LOOPBACK_NETWORKS = "127.0.0.0/8,::1/128"
+os.environ["NOTIFY_HTTP_ALLOWED_NETWORKS"] = LOOPBACK_NETWORKS
+django_settings.NOTIFY_HTTP_ALLOWED_NETWORKS = tuple(
+    ipaddress.ip_network(network) for network in LOOPBACK_NETWORKS.split(","))
+
+
+@pytest.fixture(autouse=True)
+def resolver(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """What host names resolve to in this process (no test depends on DNS): `localhost` to
+    loopback, the names a test adds to the returned dict to their addresses; IP addresses, in
+    any form the system reads, to themselves; other names to nothing (socket.gaierror)."""
+    names = {"localhost": ["127.0.0.1", "::1"]}
+
+    def resolve_host(host: str) -> list[str]:
+        if host in names:
+            return list(names[host])
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_NUMERICHOST)
+        return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+    monkeypatch.setattr(address_policy, "resolve_host", resolve_host)
+    return names
 
 
 @pytest.fixture(scope="session")
