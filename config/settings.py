@@ -239,6 +239,13 @@ MAX_SUBSCRIPTIONS_PER_SYSTEM = env_positive_int("MAX_SUBSCRIPTIONS_PER_SYSTEM", 
 # holds a create of MAX_BULK_SIZE instances of about 2 KB each (docs/decisions.md).
 MAX_REQUEST_BODY_BYTES = env_positive_int("MAX_REQUEST_BODY_BYTES", 2 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES  # Django's own check (admin forms) agrees
+# Request body bytes one web process holds in flight (config.body_budget): past it a new body is
+# answered 503 before it is read. 32 MiB is 16 bodies of the largest size at once per process,
+# 128 MiB over the default 4 processes (docs/limits.md).
+REQUEST_BODY_BUDGET_BYTES = env_positive_int("REQUEST_BODY_BUDGET_BYTES", 32 * 1024 * 1024)
+if REQUEST_BODY_BUDGET_BYTES < MAX_REQUEST_BODY_BYTES:
+    raise ImproperlyConfigured("REQUEST_BODY_BUDGET_BYTES must be at least "
+                               "MAX_REQUEST_BODY_BYTES, or no body of the largest size fits")
 QOS_ENABLED = env.bool("QOS_ENABLED", default=False)
 QOS_PROBE_INTERVAL_SECONDS = env_positive_int("QOS_PROBE_INTERVAL_SECONDS", 30)
 QOS_MEASUREMENT_MAX_AGE_SECONDS = env_positive_int("QOS_MEASUREMENT_MAX_AGE_SECONDS", 120)
