@@ -411,6 +411,9 @@ MQTT_API_SHARE_GROUP = env.str("MQTT_API_SHARE_GROUP", default="serviceorchestra
 # Threads of an MQTT interface process answering requests, and requests it lets wait.
 MQTT_API_THREADS = env_positive_int("MQTT_API_THREADS", 4)
 MQTT_API_QUEUE = env_positive_int("MQTT_API_QUEUE", 1000)
+# Request bytes an MQTT interface process holds waiting or being answered (config.body_budget);
+# past it a request is answered 503 at once. At least the largest request (mqtt_api.server).
+MQTT_API_BUDGET_BYTES = env_positive_int("MQTT_API_BUDGET_BYTES", 32 * 1024 * 1024)
 
 # --- Metrics (issue 17; docs/metrics.md) ------------------------------------------------------
 # GET /metrics in the Prometheus formats; off: the path answers as any unknown path. With
