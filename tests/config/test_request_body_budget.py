@@ -1,11 +1,12 @@
 """Issue 29, item 4: one web process holds at most REQUEST_BODY_BUDGET_BYTES of request bodies
 in flight. Against the real server (one worker process, a budget of three bodies): many
-clients declaring large bodies they do not send pin no more than the budget; those beyond it
-are answered 503 with Retry-After at once, before their bodies are sent; those within it are
-still served when they complete, and the budget is free again once their requests end, however
-they end (answered, timed out, the client gone)."""
+clients declaring large bodies they have not sent pin no more than the budget; those beyond it
+are answered 503 with Retry-After at once, before any of their bodies is sent; those within it
+are still served when they send their bodies, and the budget is free again once their requests
+end, however they end (answered, timed out, the client gone)."""
 import http.client
 import json
+import select
 import socket
 import time
 from collections.abc import Iterator
@@ -22,8 +23,6 @@ BODY_SIZE = 1_000_000
 FITTING = 3  # bodies of BODY_SIZE the budget holds at once
 BUDGET = FITTING * BODY_SIZE + 50_000
 BODY_TIMEOUT = 4
-# How long the server may take to take in a request it has been sent (a loaded machine).
-SETTLE = 2.0
 PATIENCE = 20.0
 
 
@@ -73,28 +72,37 @@ def unanswered(connection: socket.socket) -> bool:
 
 
 @contextmanager
-def unfinished(port: int, count: int = FITTING) -> Iterator[list[socket.socket]]:
-    """`count` requests that declared a body of BODY_SIZE and sent half of it, taken in."""
-    body = pull_body()
-    connections = [started(port, head(f"Content-Length: {BODY_SIZE}") + body[:BODY_SIZE // 2])
-                   for _ in range(count)]
+def filling(port: int, beyond: int = 1) -> Iterator[list[socket.socket]]:
+    """FITTING + `beyond` requests that declare a body of BODY_SIZE and send none of it:
+    `beyond` of them (whichever the server takes in last) are answered 503 at once, which
+    shows that the budget is full; yields the others, waiting for their bodies."""
+    connections = [started(port, head(f"Content-Length: {BODY_SIZE}"))
+                   for _ in range(FITTING + beyond)]
     try:
-        time.sleep(SETTLE)
-        yield connections
+        sent = time.monotonic()
+        refused = first_answered(connections, beyond)
+        assert time.monotonic() - sent < PATIENCE / 2
+        for connection in refused:
+            assert_busy(answer(connection))
+        yield [connection for connection in connections if connection not in refused]
     finally:
         for connection in connections:
             connection.close()
 
 
-def assert_refused_at_once(port: int) -> None:
-    """A request declaring a body within the limit is answered 503 before sending any of
-    it."""
-    with started(port, head(f"Content-Length: {BODY_SIZE}")) as connection:
-        sent = time.monotonic()
-        response = answer(connection)
-        envelope = json.loads(response.read())
+def first_answered(connections: list[socket.socket], count: int) -> list[socket.socket]:
+    """The first `count` of `connections` to receive something."""
+    deadline, ready = time.monotonic() + PATIENCE, []
+    while len(ready) < count and time.monotonic() < deadline:
+        waiting = [connection for connection in connections if connection not in ready]
+        ready += select.select(waiting, [], [], 0.1)[0]
+    assert len(ready) >= count, f"{len(ready)} of {count} requests answered in {PATIENCE} s"
+    return ready[:count]
+
+
+def assert_busy(response: http.client.HTTPResponse) -> None:
+    envelope = json.loads(response.read())
     assert response.status == 503, envelope
-    assert time.monotonic() - sent < PATIENCE / 2
     assert response.getheader("Retry-After") == "5"
     assert envelope["exceptionType"] == "EXTERNAL_SERVER_ERROR"
     assert envelope["origin"] == f"POST {PULL}"
@@ -103,41 +111,51 @@ def assert_refused_at_once(port: int) -> None:
 
 
 def assert_all_served(connections: list[socket.socket]) -> None:
-    """The waiting requests, still unanswered, are served once their bodies complete."""
+    """The waiting requests, still unanswered, are served once their bodies are sent."""
     assert all(map(unanswered, connections)), "a request within the budget was answered early"
-    rest = pull_body()[BODY_SIZE // 2:]
+    body = pull_body()
     for connection in connections:
-        connection.sendall(rest)
+        connection.sendall(body)
     for connection in connections:
         response = answer(connection)
         assert response.status == 200, response.read()
+        response.read()
+        # The server closes the connection after giving the request's reservation back.
+        assert connection.recv(1) == b""
 
 
 def assert_budget_free(port: int) -> None:
-    """As many large bodies as the budget holds are taken in and served again."""
-    with unfinished(port) as connections:
-        assert_all_served(connections)
+    """As many large bodies as the budget holds are taken in (and no more) and served."""
+    with filling(port) as waiting:
+        assert_all_served(waiting)
 
 
 def test_bodies_beyond_the_budget_are_refused_at_once_and_the_others_served(server):
-    with unfinished(server) as waiting:
-        for _ in range(5):
-            assert_refused_at_once(server)
+    with filling(server, beyond=5) as waiting:
         assert_all_served(waiting)
     assert_budget_free(server)
 
 
 def test_the_budget_is_given_back_when_the_client_goes_or_the_body_times_out(server):
-    with unfinished(server) as waiting:
-        assert_refused_at_once(server)
+    with filling(server) as waiting:
         waiting[0].close()  # the client gone
         late = [answer(connection) for connection in waiting[1:]]  # the body deadline
         assert [response.status for response in late] == [408] * (FITTING - 1)
     assert_budget_free(server)
 
 
+def test_a_body_sent_after_100_continue_is_refused_before_the_continue(server):
+    with filling(server) as waiting:
+        with started(server, head(f"Content-Length: {BODY_SIZE}",
+                                  "Expect: 100-continue")) as expecting:
+            first = expecting.makefile("rb").readline()  # not "HTTP/1.1 100 Continue"
+            assert first == b"HTTP/1.1 503 Service Unavailable\r\n"
+        assert_all_served(waiting)
+    assert_budget_free(server)
+
+
 def test_a_chunked_body_growing_past_the_budget_is_refused(server):
-    with unfinished(server) as waiting:
+    with filling(server) as waiting:
         # What is left of the budget is 50 kB: a chunked body is refused once it outgrows it.
         data = pull_body(120_000)
         framed = b"".join(b"%x\r\n%s\r\n" % (len(data[i:i + 10_000]), data[i:i + 10_000])
