@@ -10,11 +10,7 @@ of a few MiB) to glibc's malloc, which keeps the freed memory in its arenas, so 
 process stays at its peak size after a burst (docs/decisions.md).
 """
 import ctypes
-import ctypes.util
-import logging
 import threading
-
-logger = logging.getLogger(__name__)
 
 # How long a refused client is asked to wait (the Retry-After of the 503).
 RETRY_AFTER_SECONDS = 5
@@ -63,11 +59,12 @@ def busy_message(what: str) -> str:
 
 
 def _malloc_trim():
-    name = ctypes.util.find_library("c")
     try:
-        return ctypes.CDLL(name).malloc_trim if name else None
+        trim = ctypes.CDLL(None).malloc_trim  # the C library the interpreter is linked with
     except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to give back this way
         return None
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return trim
 
 
 _trim = _malloc_trim()
