@@ -258,6 +258,13 @@ MAX_SUBSCRIPTIONS_PER_SYSTEM = env_positive_int("MAX_SUBSCRIPTIONS_PER_SYSTEM", 
 # holds a create of MAX_BULK_SIZE instances of about 2 KB each (docs/decisions.md).
 MAX_REQUEST_BODY_BYTES = env_positive_int("MAX_REQUEST_BODY_BYTES", 2 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES  # Django's own check (admin forms) agrees
+# Request body bytes one web process holds in flight (config.body_budget): past it a new body is
+# answered 503 before it is read. 32 MiB is 16 bodies of the largest size at once per process,
+# 128 MiB over the default 4 processes (docs/limits.md).
+REQUEST_BODY_BUDGET_BYTES = env_positive_int("REQUEST_BODY_BUDGET_BYTES", 32 * 1024 * 1024)
+if REQUEST_BODY_BUDGET_BYTES < MAX_REQUEST_BODY_BYTES:
+    raise ImproperlyConfigured("REQUEST_BODY_BUDGET_BYTES must be at least "
+                               "MAX_REQUEST_BODY_BYTES, or no body of the largest size fits")
 QOS_ENABLED = env.bool("QOS_ENABLED", default=False)
 QOS_PROBE_INTERVAL_SECONDS = env_positive_int("QOS_PROBE_INTERVAL_SECONDS", 30)
 QOS_MEASUREMENT_MAX_AGE_SECONDS = env_positive_int("QOS_MEASUREMENT_MAX_AGE_SECONDS", 120)
@@ -423,6 +430,9 @@ MQTT_API_SHARE_GROUP = env.str("MQTT_API_SHARE_GROUP", default="serviceorchestra
 # Threads of an MQTT interface process answering requests, and requests it lets wait.
 MQTT_API_THREADS = env_positive_int("MQTT_API_THREADS", 4)
 MQTT_API_QUEUE = env_positive_int("MQTT_API_QUEUE", 1000)
+# Request bytes an MQTT interface process holds waiting or being answered (config.body_budget);
+# past it a request is answered 503 at once. At least the largest request (mqtt_api.server).
+MQTT_API_BUDGET_BYTES = env_positive_int("MQTT_API_BUDGET_BYTES", 32 * 1024 * 1024)
 
 # --- Metrics (issue 17; docs/metrics.md) ------------------------------------------------------
 # GET /metrics in the Prometheus formats; off: the path answers as any unknown path. With

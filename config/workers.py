@@ -14,7 +14,11 @@ requests served by a pool of threads; docs/performance.md says why) with these a
   GATHER_LIMIT, a body over the limit (refused 413 by config.request_guard from its
   Content-Length, or after one byte past the limit when chunked), a body sent after
   "100 Continue". Requests pipelined behind one another are served from what was read.
-  Memory: at most SERVER_MAX_CONNECTIONS x (GATHER_LIMIT + MAX_REQUEST_BODY_BYTES) per process.
+- A budget for bodies in flight (config.body_budget). A body's declared length is reserved out of
+  REQUEST_BODY_BUDGET_BYTES before it is gathered or read (a chunked body's bytes as they
+  arrive) and given back when its request ends, however it ends; a body that does not fit is
+  answered 503 with Retry-After at once, unread. Memory: at most SERVER_MAX_CONNECTIONS x
+  GATHER_LIMIT of heads and REQUEST_BODY_BUDGET_BYTES of bodies per process.
 - Read deadlines. A request head must arrive within SERVER_HEADER_TIMEOUT_SECONDS and a body
   within SERVER_BODY_TIMEOUT_SECONDS of its head, else the connection is closed (a late body
   is answered 408 in the error envelope). For a request a thread reads (TLS, where bytes cannot
@@ -47,7 +51,9 @@ from gunicorn.http.wsgi import Response, default_environ
 from gunicorn.util import write_nonblock
 from gunicorn.workers.gthread import _DEFER, TConn, ThreadWorker
 
-from config.exceptions import ArrowheadError, InternalServerError, InvalidParameter
+from config.body_budget import RETRY_AFTER_SECONDS, BodyBudget, busy_message
+from config.exceptions import (ArrowheadError, ExternalServerError, InternalServerError,
+                               InvalidParameter)
 
 CLIENT_CERT_ENVIRON_KEY = "arrowhead.client_certificate"
 
@@ -98,11 +104,18 @@ class _Gathering:
     not waited for: the request guard refuses it (413) from its Content-Length, and reads at
     most one byte past the limit of a chunked one."""
 
-    def __init__(self, data: bytes, deadline: float, body_limit: int) -> None:
+    def __init__(self, data: bytes, deadline: float, body_limit: int,
+                 budget: BodyBudget) -> None:
         self.data = bytearray(data)  # appended to in place: no copy per byte that arrives
         self.deadline = deadline  # for the head, then for the body
         self.head_done = False
         self.closed_by_client = False
+        # Body bytes reserved out of the process's budget: the declared length, or what has
+        # arrived of a chunked body. Past the budget, `over_budget`: refused, not read.
+        self.reserved = 0
+        self.over_budget = False
+        self._budget = budget
+        self._head_length = 0
         self._body_limit = body_limit
         # Once the head is complete: the length of the whole request (head and body), or, for
         # a chunked body, the offset of the next chunk-size line and the most bytes to gather.
@@ -131,7 +144,29 @@ class _Gathering:
             return True  # read by a thread
         if self._needed is not None:
             return len(self.data) >= self._needed
+        if not self._reserve(len(self.data) - self._head_length):
+            return True  # refused
         return self._chunked_body_done()
+
+    @property
+    def body_gathered(self) -> bool:
+        """Whether the body (if any) is gathered here, not read by a thread."""
+        return self._needed is not None or self._next_chunk is not None
+
+    def _reserve(self, size: int) -> bool:
+        """Hold `size` body bytes in all out of the budget; False, and over_budget, when
+        they do not fit."""
+        if size > self.reserved:
+            if not self._budget.reserve(size - self.reserved):
+                self.over_budget = True
+                return False
+            self.reserved = size
+        return True
+
+    def release(self) -> None:
+        """Give the reservation back (the request is over, or handed on to a thread)."""
+        self._budget.release(self.reserved)
+        self.reserved = 0
 
     def _read_head(self, now: float, body_timeout: float) -> bool:
         """Whether the head is complete; if so, what is needed of the body."""
@@ -143,6 +178,7 @@ class _Gathering:
         if end < 0:
             return False
         self.head_done, self.deadline = True, now + body_timeout
+        self._head_length = head_length
         head = bytes(self.data[:head_length])
         if _EXPECT.search(head):
             return True  # under the body deadline
@@ -156,7 +192,8 @@ class _Gathering:
         length = _CONTENT_LENGTH.search(head)
         digits = length.group(1) if length else b"0"
         # Over the limit (or absurdly long): refused with 413 without being read, at once.
-        if len(digits) <= 18 and int(digits) <= self._body_limit:
+        # Within it, but not within what is left of the budget: refused 503, not read either.
+        if len(digits) <= 18 and int(digits) <= self._body_limit and self._reserve(int(digits)):
             self._needed = head_length + int(digits)
         return True
 
@@ -220,6 +257,11 @@ class ServiceWorker(ThreadWorker):
         self._header_timeout: float = settings.SERVER_HEADER_TIMEOUT_SECONDS
         self._body_timeout: float = settings.SERVER_BODY_TIMEOUT_SECONDS
         self._body_limit: int = settings.MAX_REQUEST_BODY_BYTES
+        # Request body bytes this process holds (config.body_budget): reserved when a body is
+        # about to be gathered or read, released when its request ends, however it ends. A
+        # connection's reservation, once its request is handed to a thread, is in
+        # `conn.reserved_body` (None: not reserved yet).
+        self._body_budget = BodyBudget(settings.REQUEST_BODY_BUDGET_BYTES)
 
     # --- read deadlines -----------------------------------------------------------------------
 
@@ -234,6 +276,8 @@ class ServiceWorker(ThreadWorker):
             result = super().handle(conn)
         finally:
             self._deadlines.pop(conn, None)
+            self._body_budget.release(getattr(conn, "reserved_body", None) or 0)
+            conn.reserved_body = None
         return self._closed_here(conn, result)
 
     @staticmethod
@@ -257,7 +301,7 @@ class ServiceWorker(ThreadWorker):
             # behind the previous one).
             early = conn.parser.unreader.take_buffered() if conn.parser else b""
             gathering = conn.gathering = _Gathering(early, now + self._header_timeout,
-                                                    self._body_limit)
+                                                    self._body_limit, self._body_budget)
         try:
             # Non-blocking for real: a request pipelined behind the previous one comes here
             # straight from its thread, with the socket's write timeout still set, and Python
@@ -274,7 +318,10 @@ class ServiceWorker(ThreadWorker):
         except BlockingIOError:
             pass
         except OSError:
-            conn.close()
+            self._close_gathered(conn, gathering, None)
+            return False
+        if gathering.over_budget:
+            self._refuse_over_budget(conn, gathering)
             return False
         if not gathering.ready(now, self._body_timeout):
             if gathering.deadline <= now:
@@ -282,18 +329,44 @@ class ServiceWorker(ThreadWorker):
                 return False
             return _DEFER
         conn.gathering = None
+        if gathering.body_gathered:
+            conn.reserved_body = gathering.reserved  # released when the request ends
+        else:
+            gathering.release()  # a thread reads the body (if any): reserved then
         conn.init()  # the parser; plain TCP, so nothing is read
         conn.parser.unreader.unread(bytes(gathering.data))
         conn.data_ready = True  # no waiting for the socket: the bytes are in the parser
         return None
 
     def _close_late(self, conn: TConn, gathering: _Gathering) -> None:
-        """Close a connection whose request did not arrive in time, without lingering (it
-        would only read more of the same). A late body is answered 408 in the error envelope,
-        as when the application was reading it."""
+        """Close a connection whose request did not arrive in time. A late body is answered
+        408 in the error envelope, as when the application was reading it."""
         self._log_late(conn, "body" if gathering.head_done else "head")
-        if gathering.head_done:
-            answer = _error_response(408, self._late_body_message(), gathering.origin())
+        answer = (_error_response(408, self._late_body_message(), gathering.origin())
+                  if gathering.head_done else None)
+        self._close_gathered(conn, gathering, answer)
+
+    def _refuse_over_budget(self, conn: TConn, gathering: _Gathering) -> None:
+        """Answer 503 to a request whose body does not fit the budget, before reading it."""
+        self.log.warning("Refusing a request body from %s: %d bytes of bodies in flight "
+                         "(REQUEST_BODY_BUDGET_BYTES %d)",
+                         conn.client[0] if conn.client else "?", self._body_budget.held,
+                         self._body_budget.total)
+        self._close_gathered(conn, gathering, self._busy_response(gathering.origin()))
+
+    def _busy_response(self, origin: str) -> bytes:
+        message = busy_message(f"at most {self._body_budget.total} bytes per process")
+        return _error_response(503, message, origin,
+                               exception_type=ExternalServerError.exception_type,
+                               retry_after=RETRY_AFTER_SECONDS)
+
+    @staticmethod
+    def _close_gathered(conn: TConn, gathering: _Gathering, answer: bytes | None) -> None:
+        """Close a connection whose request waited in the poller, giving back its body's
+        reservation, without lingering (it would only read more of the same); `answer`, if
+        any, is written first without waiting."""
+        gathering.release()
+        if answer is not None:
             try:
                 conn.sock.send(answer, socket.MSG_DONTWAIT)  # small: fits the send buffer
                 # Unread bytes would make the close a reset, which can drop the answer; read
@@ -309,11 +382,29 @@ class ServiceWorker(ThreadWorker):
         return f"The request body did not arrive within {self._body_timeout:g} seconds"
 
     def handle_request(self, req: Request, conn: TConn) -> bool:  # the head is complete
+        if getattr(conn, "reserved_body", None) is None:  # a body this thread reads
+            size = self._thread_read_size(req)
+            if not self._body_budget.reserve(size):
+                self._log_access(req, conn.sock, conn.client, 503)
+                conn.sock.sendall(self._busy_response(f"{req.method} {req.path}"))
+                return False
+            conn.reserved_body = size
         self._deadlines[conn] = _Deadline(time.monotonic() + self._body_timeout, socket.SHUT_RD)
         # Also bounds each write of the answer to a client that does not read it.
         conn.sock.settimeout(self._body_timeout)
         self._serving.connection = conn
         return super().handle_request(req, conn)
+
+    def _thread_read_size(self, req: Request) -> int:
+        """What a body read by a thread may hold: its declared length, or for a chunked one
+        the most the request guard reads (one byte past the limit). None of a body over the
+        limit is read (413)."""
+        headers = dict(req.headers)
+        if "chunked" in headers.get("TRANSFER-ENCODING", "").lower():
+            return self._body_limit + 1
+        length = headers.get("CONTENT-LENGTH", "0").strip()
+        size = int(length) if length.isdigit() and len(length) <= 18 else 0
+        return size if size <= self._body_limit else 0
 
     def murder_pending(self) -> None:  # the main loop calls this at least once a second
         """Close the connections waiting in the poller whose time is up: one that has sent
@@ -407,20 +498,24 @@ class ServiceWorker(ThreadWorker):
         self.log.access(response, req, environ, timedelta(0))
 
 
-def _error_response(status: int, message: str, origin: str,
-                    client_fault: bool | None = None) -> bytes:
+def _error_response(status: int, message: str, origin: str, client_fault: bool | None = None,
+                    *, exception_type: str | None = None,
+                    retry_after: int | None = None) -> bytes:
     """The envelope of an error answered by the server itself; `client_fault` (by default:
-    a 4xx) makes it INVALID_PARAMETER, else INTERNAL_SERVER_ERROR."""
+    a 4xx) makes it INVALID_PARAMETER, else INTERNAL_SERVER_ERROR, unless `exception_type`
+    is given. `retry_after` adds that header (seconds)."""
     # config.errors imports Django REST framework, which needs configured apps: imported when
     # first needed, in a worker that has loaded the application.
     from config.errors import envelope
 
     client_fault = status < 500 if client_fault is None else client_fault
-    exception_type = (InvalidParameter.exception_type if client_fault
-                      else InternalServerError.exception_type)
+    if exception_type is None:
+        exception_type = (InvalidParameter.exception_type if client_fault
+                          else InternalServerError.exception_type)
     # ASCII JSON: encodable whatever bytes the client sent.
     body = json.dumps(envelope(message, status, exception_type, origin)).encode("ascii")
-    head = (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nConnection: close\r\n"
+    extra = f"Retry-After: {retry_after}\r\n" if retry_after is not None else ""
+    head = (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nConnection: close\r\n{extra}"
             f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
     return head.encode("ascii") + body
 

@@ -9,7 +9,9 @@ topic, it answers each request on its response topic (mqtt_api/front_door.py).
 - Bad input never stops the loop: a message too large or not a template is logged and
   dropped unless it names a usable response topic, which then gets the error; an operation
   that fails unexpectedly is answered with a 500. Requests are answered by MQTT_API_THREADS
-  threads; beyond MQTT_API_QUEUE waiting requests a new one is answered at once with a 503.
+  threads; beyond MQTT_API_QUEUE waiting requests, or beyond MQTT_API_BUDGET_BYTES of
+  requests waiting or being answered (config.body_budget), a new one is answered at once with
+  a 503.
 """
 import logging
 import queue
@@ -17,8 +19,10 @@ import threading
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from paho.mqtt.client import Client, MQTTMessage
 
+from config.body_budget import BodyBudget, busy_message
 from mqtt_api.front_door import Answer, answer, error_answer
 from mqtt_api.messages import TemplateError, parse_request, response_bytes
 from mqtt_api.operations import OPERATIONS
@@ -45,6 +49,12 @@ def request_topics() -> list[str]:
 
 class MqttApiServer:
     def __init__(self) -> None:
+        if settings.MQTT_API_BUDGET_BYTES < _largest_request():
+            raise ImproperlyConfigured(
+                f"MQTT_API_BUDGET_BYTES must be at least {_largest_request()} (the largest "
+                "request: MAX_REQUEST_BODY_BYTES and room for the template)")
+        # The payloads of the requests waiting and being answered.
+        self._budget = BodyBudget(settings.MQTT_API_BUDGET_BYTES)
         self._queue: queue.Queue[_Received | None] = queue.Queue(settings.MQTT_API_QUEUE)
         self._threads = [threading.Thread(target=self._work, name=f"mqtt-api-{n}", daemon=True)
                          for n in range(settings.MQTT_API_THREADS)]
@@ -85,15 +95,23 @@ class MqttApiServer:
 
     def _on_message(self, client: Client, userdata: object, message: MQTTMessage) -> None:
         """On paho's network thread: only hand over (or refuse at once when full)."""
-        limit = settings.MAX_REQUEST_BODY_BYTES + TEMPLATE_OVERHEAD_BYTES
-        if len(message.payload) > limit:
+        limit, size = _largest_request(), len(message.payload)
+        if size > limit:
             logger.warning("MQTT interface: dropped a request of %d bytes on %s (at most %d)",
-                           len(message.payload), message.topic, limit)
+                           size, message.topic, limit)
             return
         received = _Received(_request_topic(message.topic), bytes(message.payload))
+        if not self._budget.reserve(size):
+            logger.warning("MQTT interface: refused a request of %d bytes on %s: %d bytes of "
+                           "requests in flight (MQTT_API_BUDGET_BYTES %d)", size, message.topic,
+                           self._budget.held, self._budget.total)
+            self._respond(received, lambda topic: error_answer(503, busy_message(
+                f"at most {self._budget.total} bytes per MQTT interface process"), topic))
+            return
         try:
             self._queue.put_nowait(received)
         except queue.Full:
+            self._budget.release(size)
             self._respond(received, lambda topic: error_answer(
                 503, "The MQTT interface has too many requests waiting; try again", topic))
 
@@ -104,6 +122,10 @@ class MqttApiServer:
             except Exception:  # noqa: BLE001 - one request must not stop the thread
                 logger.exception("MQTT interface: answering a request on %s failed",
                                  received.topic)
+            finally:
+                size = len(received.payload)
+                del received  # the payload is freed before the budget (and memory) is given back
+                self._budget.release(size)
 
     def _respond(self, received: _Received, refusal) -> None:
         try:
@@ -137,6 +159,11 @@ class MqttApiServer:
                                                    payload=reply.payload), qos=qos)
         with self._answers_lock:
             self._answers += 1
+
+
+def _largest_request() -> int:
+    """Above this a message is dropped unread."""
+    return settings.MAX_REQUEST_BODY_BYTES + TEMPLATE_OVERHEAD_BYTES
 
 
 def _request_topic(topic: str) -> str:

@@ -25,6 +25,16 @@ def gunicorn(env: dict[str, str | None], log_path: Path) -> Iterator[int]:
 
 
 @contextmanager
+def module_gunicorn(env: dict[str, str | None], django_db_blocker: object,
+                    tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """`gunicorn` for a module-scoped fixture: with access to the test database, logging to a
+    directory of its own."""
+    with django_db_blocker.unblock():
+        with gunicorn(env, tmp_path_factory.mktemp("gunicorn") / "log") as port:
+            yield port
+
+
+@contextmanager
 def gunicorn_process(env: dict[str, str | None],
                      log_path: Path) -> Iterator[tuple[subprocess.Popen, int]]:
     """As `gunicorn`, yielding the master process too (tests that signal it)."""
