@@ -1,7 +1,7 @@
 import uuid
 
 from django.db import models
-from django.db.models.fields.json import KT
+from django.db.models.fields.json import KeyTransform
 
 # The notify protocols whose property `topic` is an MQTT topic of the service's broker.
 MQTT_PROTOCOLS = ("MQTT", "MQTTS")
@@ -49,7 +49,8 @@ class Subscription(models.Model):
                          condition=models.Q(needs_evaluation=True)),
             # Who uses a notify topic (subscriptions/notify_topics.py), read by every MQTT
             # subscribe and every answer of the MQTT interface.
-            models.Index(KT("notify_properties__topic"), name="subscription_notify_topic",
+            models.Index(KeyTransform("topic", "notify_properties"),
+                         name="subscription_notify_topic",
                          condition=models.Q(notify_protocol__in=MQTT_PROTOCOLS)),
         ]
 

@@ -7,8 +7,11 @@ never reach another system's topic.
 - The MQTT interface's topics (everything under MQTT_API_BASE_TOPIC: the request topics
   and whatever the interface may add there) belong to the service: never a notify topic,
   never a response topic.
-- The MQTT interface answers a requester only on a topic it may receive on by the same rule:
-  not the interface's, not another system's notify topic (`topic_refusal`).
+- With MQTT_SYSTEM_TOPIC_ROOT set, a system's topics are those under `<root><its name>/`
+  (the shipped broker's ACL lets it read nothing else): a notify topic elsewhere is refused.
+- The MQTT interface answers a requester only on a topic it may receive on by the same rules:
+  not the interface's, under its own root when set, not another system's notify topic
+  (`topic_refusal`).
 
 Concurrent subscribes on one free topic by different targets: each takes the topic's advisory
 lock (config/advisory_locks.py) in its transaction before it reads who uses the topic, so
@@ -21,7 +24,6 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.db.models.fields.json import KT
 
 from config.advisory_locks import advisory_locks
 from config.exceptions import InvalidParameter
@@ -40,11 +42,20 @@ def interface_topic(topic: str) -> bool:
     return topic.startswith(base) or topic == base.rstrip("/")
 
 
+def system_topic_refusal(topic: str, system: str) -> str | None:
+    """Why `topic` is not one of `system`'s under MQTT_SYSTEM_TOPIC_ROOT (None: it is, or
+    the setting is empty)."""
+    root = settings.MQTT_SYSTEM_TOPIC_ROOT
+    if root and not topic.startswith(f"{root}{system}/"):
+        return f"it is not under {root}{system}/ (MQTT_SYSTEM_TOPIC_ROOT)"
+    return None
+
+
 def topic_targets(topics: Iterable[str]) -> dict[str, set[str]]:
     """The targets of the MQTT subscriptions notifying on each of `topics` (used ones only)."""
-    rows = (Subscription.objects.filter(notify_protocol__in=MQTT_PROTOCOLS)
-            .annotate(topic=KT("notify_properties__topic")).filter(topic__in=set(topics))
-            .values_list("topic", "target").distinct())
+    rows = (Subscription.objects.filter(notify_protocol__in=MQTT_PROTOCOLS,
+                                        notify_properties__topic__in=sorted(set(topics)))
+            .values_list("notify_properties__topic", "target").distinct())
     targets: dict[str, set[str]] = defaultdict(set)
     for topic, target in rows:
         targets[topic].add(target)
@@ -55,6 +66,8 @@ def topic_refusal(topic: str, *, receiver: str) -> str | None:
     """Why the MQTT interface may not answer `receiver` on `topic` (None: it may)."""
     if interface_topic(topic):
         return "it is one of the MQTT interface's own topics"
+    if (outside := system_topic_refusal(topic, receiver)) is not None:
+        return outside
     if topic_targets([topic]).get(topic, {receiver}) != {receiver}:
         return "it is another system's notify topic"
     return None

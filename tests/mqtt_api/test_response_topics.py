@@ -2,9 +2,14 @@
 tool's reply topic received a 401 from an anonymous sender with the tool's traceId, and any
 requester could have answers published on another system's notify topic or on the
 interface's own request topics. Each is now only logged; nothing reaches the topic."""
+import json
+
 import pytest
 from rest_framework.test import APIClient
 
+from mqtt_api.front_door import Answer
+from mqtt_api.messages import parse_request
+from mqtt_api.response_topics import answer_refusal
 from tests.concurrency import wait_for
 from tests.factories import make_subscription
 from tests.mqtt_api.clients import PULL_BODY, Api, Caller
@@ -77,3 +82,17 @@ class ResponseTopicTests:
             listener.close()
             api.stop()
 
+
+
+class SystemTopicRootTests:
+    def test_answers_go_only_under_the_requesters_root(self, settings):
+        settings.MQTT_SYSTEM_TOPIC_ROOT = "arrowhead/systems/"
+
+        def refusal(topic: str) -> str | None:
+            request = parse_request(json.dumps({"responseTopic": topic}).encode())
+            return answer_refusal(request, Answer(200, {}, "Car1"))
+
+        assert refusal("arrowhead/systems/Car1/replies") is None
+        for topic in ("arrowhead/systems/Car2/replies", "plant/replies"):
+            assert refusal(topic) == ("its response topic is refused: it is not under "
+                                      "arrowhead/systems/Car1/ (MQTT_SYSTEM_TOPIC_ROOT)")

@@ -165,7 +165,8 @@ class ServiceClientTests:
                                                                     shipped_broker,
                                                                     tmp_path):
         url = f"mqtt://{SERVICE}:{PASSWORDS[SERVICE]}@127.0.0.1:{shipped_broker}"
-        api = Api(shipped_broker, BASE, tmp_path / "api.log", MQTT_BROKER_URL=url)
+        api = Api(shipped_broker, BASE, tmp_path / "api.log", MQTT_BROKER_URL=url,
+                  MQTT_SYSTEM_TOPIC_ROOT="arrowhead/systems/")  # as compose runs it
         caller = Caller(shipped_broker, BASE, user="Car1", password=PASSWORDS["Car1"],
                         reply_topic=f"arrowhead/systems/Car1/replies/{uuid.uuid4().hex}")
         try:

@@ -3,6 +3,10 @@ with consumer A's topic got A's topic B's results and tokens; a notify topic on 
 interface's request topic made each push a request. Both are refused 400, whoever subscribes
 (the consumer itself, push management for a target, the MQTT interface's subscribe, which is
 the HTTP operation), also when two systems race for one free topic."""
+import os
+import subprocess
+import sys
+
 import pytest
 
 from config.exceptions import InvalidParameter
@@ -12,6 +16,7 @@ from subscriptions.requests import parse_subscribe_request
 from subscriptions.serializers import SubscribeSerializer
 from tests.concurrency import hold_first_caller, second_writer_waits
 from tests.helpers import assert_error
+from tests.worker import ROOT
 from tests.subscriptions.helpers import (
     PUSH_SUBSCRIBE,
     SUBSCRIBE,
@@ -125,3 +130,43 @@ class TopicRaceTests:
         assert isinstance(outcomes["second"], InvalidParameter), outcomes
         assert outcomes["second"].message == TAKEN
         assert list(Subscription.objects.values_list("target", flat=True)) == ["ConsumerA"]
+
+
+@pytest.mark.django_db
+class SystemTopicRootTests:
+    """With MQTT_SYSTEM_TOPIC_ROOT (compose's), a notify topic must be its target's, where
+    the shipped broker lets the target read: nobody takes another system's topic first."""
+
+    @pytest.fixture(autouse=True)
+    def root(self, settings):
+        settings.MQTT_SYSTEM_TOPIC_ROOT = "arrowhead/systems/"
+
+    def test_a_notify_topic_is_under_its_targets_root(self, api):
+        own = "arrowhead/systems/ConsumerB/temperature"
+        assert subscribe(api, mqtt_body(own), consumer="ConsumerB").status_code == 201
+        for topic in ("arrowhead/systems/ConsumerA/temperature", "plant/b"):
+            refused = subscribe(api, mqtt_body(topic), consumer="ConsumerB")
+            assert_error(refused, 400, "INVALID_PARAMETER",
+                         f"Notify property topic {topic} is not ConsumerB's: it is not under "
+                         "arrowhead/systems/ConsumerB/ (MQTT_SYSTEM_TOPIC_ROOT)",
+                         f"POST {SUBSCRIBE}")
+
+    def test_push_management_subscribes_under_the_targets_root(self, api):
+        theirs = mqtt_notify("arrowhead/systems/ConsumerA/temperature")
+        assert push_subscribe(api, push_element("ConsumerA", notify=theirs)).status_code == 201
+        refused = push_subscribe(api, push_element(
+            "ConsumerA", notify=mqtt_notify("arrowhead/systems/Sysop/temperature"),
+            service_definition="humidityInfo"))
+        assert refused.status_code == 400
+        assert Subscription.objects.count() == 1
+
+
+@pytest.mark.parametrize("root", ["arrowhead/systems", "arrowhead/+/", "arrowhead/#/"])
+def test_a_topic_root_that_is_not_a_plain_prefix_stops_the_start(root):
+    started = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"], cwd=ROOT, capture_output=True,
+        text=True, env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings",
+                        "MQTT_SYSTEM_TOPIC_ROOT": root})
+    assert started.returncode != 0
+    assert "MQTT_SYSTEM_TOPIC_ROOT must be empty or a topic name ending with '/'" in \
+        started.stderr
