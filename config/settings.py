@@ -427,6 +427,14 @@ if not MQTT_API_BASE_TOPIC.endswith("/") or any(c in MQTT_API_BASE_TOPIC for c i
 # Processes of the MQTT interface share the requests through this MQTT shared subscription
 # group ($share/<group>/...); empty: plain subscriptions (one process only).
 MQTT_API_SHARE_GROUP = env.str("MQTT_API_SHARE_GROUP", default="serviceorchestration")
+# Each system's MQTT topics under `<root><system name>/` (issue 29, docs/mqtt-api.md): notify
+# topics under their target's, the MQTT interface's answers under the requester's, as the
+# shipped broker's ACL (deploy/mosquitto.acl) lets systems read. Empty: any topic.
+MQTT_SYSTEM_TOPIC_ROOT = env.str("MQTT_SYSTEM_TOPIC_ROOT", default="")
+if MQTT_SYSTEM_TOPIC_ROOT and (not MQTT_SYSTEM_TOPIC_ROOT.endswith("/") or any(
+        c in MQTT_SYSTEM_TOPIC_ROOT for c in "#+\x00")):
+    raise ImproperlyConfigured("MQTT_SYSTEM_TOPIC_ROOT must be empty or a topic name ending "
+                               f"with '/', without wildcards, got {MQTT_SYSTEM_TOPIC_ROOT!r}")
 # Threads of an MQTT interface process answering requests, and requests it lets wait.
 MQTT_API_THREADS = env_positive_int("MQTT_API_THREADS", 4)
 MQTT_API_QUEUE = env_positive_int("MQTT_API_QUEUE", 1000)

@@ -5,28 +5,25 @@ Response, published on `responseTopic` at QoS `qosRequirement`:
 `{status, traceId, receiver, payload}` (fields without a value left out, an empty payload
 sent as "", as the reference does).
 
-Where the reference drops a request without an answer, this answers whenever the response
-topic can be read (decisions: a missing `qosRequirement` means QoS 0, as the reference's
-documentation says, instead of the reference's silent drop).
+A missing `qosRequirement` means QoS 0, as the reference's documentation says, instead of
+the reference's silent drop (decisions). A message that is not a valid template is not
+answered: nothing in it says who sent it (mqtt_api/response_topics.py).
 """
 import json
 from dataclasses import dataclass
 from typing import Any
 
-# A response topic is where we publish: a plain topic name, no wildcard.
+# A response topic is where we publish: a plain topic name, no wildcard, not the broker's ($).
 _TOPIC_REFUSED = ("#", "+", "\x00")
 MAX_TOPIC_BYTES = 65535
 
 
 class TemplateError(Exception):
-    """A request that is not a valid template. `response_topic` is where to answer it, when
-    the message names one that is usable (otherwise it is logged and dropped)."""
+    """A request that is not a valid template (logged and dropped)."""
 
-    def __init__(self, message: str, *, response_topic: str | None = None,
-                 trace_id: str | None = None, qos: int = 0) -> None:
+    def __init__(self, message: str) -> None:
         super().__init__(message)
-        self.message, self.response_topic, self.trace_id, self.qos = (
-            message, response_topic, trace_id, qos)
+        self.message = message
 
 
 @dataclass(frozen=True)
@@ -50,26 +47,25 @@ def parse_request(raw: bytes) -> MqttRequest:
     trace_id = document.get("traceId")
     trace_id = trace_id if isinstance(trace_id, str) else None
     topic = _response_topic(document.get("responseTopic"))
-    answer = {"response_topic": topic, "trace_id": trace_id}
     qos = document.get("qosRequirement")
     if qos is None:
         qos = 0
     elif type(qos) is not int or not 0 <= qos <= 2:
-        raise TemplateError(f"Unknown MQTT QoS value: {qos}", **answer)
-    answer["qos"] = qos
+        raise TemplateError(f"Unknown MQTT QoS value: {qos}")
     authentication = document.get("authentication")
     if authentication is not None and not isinstance(authentication, str):
-        raise TemplateError("Invalid authentication info", **answer)
+        raise TemplateError("Invalid authentication info")
     params = document.get("params") or {}
     if type(params) is not dict or not all(
             isinstance(key, str) and isinstance(value, str) for key, value in params.items()):
         raise TemplateError("Invalid message template. Reason: params must map names to "
-                            "strings", **answer)
+                            "strings")
     return MqttRequest(trace_id, authentication, topic, qos, params, document.get("payload"))
 
 
 def _response_topic(value: Any) -> str | None:
-    if not isinstance(value, str) or not value or any(c in value for c in _TOPIC_REFUSED):
+    if not isinstance(value, str) or not value or value.startswith("$") or any(
+            c in value for c in _TOPIC_REFUSED):
         return None
     if len(value.encode()) > MAX_TOPIC_BYTES:
         return None

@@ -7,11 +7,12 @@ topic, it answers each request on its response topic (mqtt_api/front_door.py).
 - A lost connection is reconnected (after 1 s, backing off to 30 s) and every topic is
   subscribed again on each connect.
 - Bad input never stops the loop: a message too large or not a template is logged and
-  dropped unless it names a usable response topic, which then gets the error; an operation
-  that fails unexpectedly is answered with a 500. Requests are answered by MQTT_API_THREADS
-  threads; beyond MQTT_API_QUEUE waiting requests, or beyond MQTT_API_BUDGET_BYTES of
-  requests waiting or being answered (config.body_budget), a new one is answered at once with
-  a 503.
+  dropped; an operation that fails unexpectedly is answered with a 500. Requests are answered
+  by MQTT_API_THREADS threads; beyond MQTT_API_QUEUE waiting requests, or beyond
+  MQTT_API_BUDGET_BYTES of requests waiting or being answered (config.body_budget), a new one
+  is refused at once with a 503.
+- An answer is published only for an authenticated requester, on a response topic it may
+  receive on (mqtt_api/response_topics.py); any other is only logged.
 """
 import logging
 import queue
@@ -26,6 +27,7 @@ from config.body_budget import BodyBudget, busy_message
 from mqtt_api.front_door import Answer, answer, error_answer
 from mqtt_api.messages import TemplateError, parse_request, response_bytes
 from mqtt_api.operations import OPERATIONS
+from mqtt_api.response_topics import answer_refusal
 from notifications.transports import broker_address, mqtt_client
 
 logger = logging.getLogger(__name__)
@@ -130,13 +132,9 @@ class MqttApiServer:
     def _respond(self, received: _Received, refusal) -> None:
         try:
             request = parse_request(received.payload)
-        except TemplateError as error:
-            if error.response_topic is None:
-                logger.warning("MQTT interface: dropped a message on %s: %s (no usable "
-                               "response topic)", received.topic, error.message)
-                return
-            self._publish(error.response_topic, error.qos, error.trace_id,
-                          error_answer(400, error.message, received.topic))
+        except TemplateError as error:  # who sent it is unknown: nobody to answer
+            logger.warning("MQTT interface: dropped a message on %s: %s", received.topic,
+                           error.message)
             return
         if refusal is not None:
             reply = refusal(received.topic)
@@ -147,9 +145,10 @@ class MqttApiServer:
                 logger.exception("MQTT interface: %s failed", received.topic)
                 reply = error_answer(500, f"Unexpected error: {type(error).__name__}",
                                      received.topic)
-        if request.response_topic is None:
-            logger.info("MQTT interface: %s answered %d; the request named no response topic",
-                        received.topic, reply.status)
+        refused = answer_refusal(request, reply)
+        if refused is not None:
+            logger.warning("MQTT interface: %s answered %d (traceId %r), not published: %s",
+                           received.topic, reply.status, request.trace_id, refused)
             return
         self._publish(request.response_topic, request.qos, request.trace_id, reply)
 

@@ -14,7 +14,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.client import HTTPException, InvalidURL
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -61,7 +61,12 @@ class BrokerAddress:
     port: int
     tls: bool
     username: str | None
-    password: str | None
+    password: str | None = field(repr=False)  # never in a log line or a message
+
+    def __str__(self) -> str:
+        """The broker as logs may name it: scheme, user, host and port, no password."""
+        user = f"{self.username}@" if self.username is not None else ""
+        return f"{'mqtts' if self.tls else 'mqtt'}://{user}{self.host}:{self.port}"
 
 
 def broker_address(url: str) -> BrokerAddress:

@@ -1,6 +1,10 @@
 import uuid
 
 from django.db import models
+from django.db.models.fields.json import KeyTransform
+
+# The notify protocols whose property `topic` is an MQTT topic of the service's broker.
+MQTT_PROTOCOLS = ("MQTT", "MQTTS")
 
 
 class Subscription(models.Model):
@@ -43,6 +47,11 @@ class Subscription(models.Model):
             models.Index(fields=["expires_at"], name="subscription_expires_at"),
             models.Index(fields=["needs_evaluation"], name="subscription_needs_evaluation",
                          condition=models.Q(needs_evaluation=True)),
+            # Who uses a notify topic (subscriptions/notify_topics.py), read by every MQTT
+            # subscribe and every answer of the MQTT interface.
+            models.Index(KeyTransform("topic", "notify_properties"),
+                         name="subscription_notify_topic",
+                         condition=models.Q(notify_protocol__in=MQTT_PROTOCOLS)),
         ]
 
     def __str__(self) -> str:

@@ -12,6 +12,7 @@ from orchestration.pull import qos_max_latency
 from orchestration.requests import parse_orchestration_request
 from orchestration.types import OrchestrationRequest
 from subscriptions import notify_targets
+from subscriptions.notify_topics import interface_topic, system_topic_refusal
 
 HTTP_METHODS = ("POST", "PUT", "PATCH")
 PROTOCOLS = ("HTTP", "HTTPS", "MQTT", "MQTTS")
@@ -72,11 +73,17 @@ def _http(properties: dict) -> dict:
             "path": path}
 
 
-def _mqtt(properties: dict) -> dict:
+def _mqtt(properties: dict, target: str) -> dict:
     if not settings.MQTT_BROKER_URL:
         raise InvalidParameter("MQTT notify protocol required, but MQTT is not enabled")
-    topic = _require(properties, "topic", "Notify properties has no topic member")
-    return {**properties, "topic": notify_targets.mqtt_topic(topic)}
+    topic = notify_targets.mqtt_topic(
+        _require(properties, "topic", "Notify properties has no topic member"))
+    if interface_topic(topic):
+        raise InvalidParameter(f"Notify property topic {topic} is one of the MQTT interface's "
+                               f"topics (under {settings.MQTT_API_BASE_TOPIC})")
+    if (outside := system_topic_refusal(topic, target)) is not None:
+        raise InvalidParameter(f"Notify property topic {topic} is not {target}'s: {outside}")
+    return {**properties, "topic": topic}
 
 
 def _target(value: str | None, *, requester: str, explicit: bool) -> str:
@@ -112,7 +119,7 @@ def parse_subscribe_request(data: dict, *, requester: str,
     qos_max_latency(request)
     if protocol not in PROTOCOLS:
         raise InvalidParameter(f"Unsupported notify protocol: {protocol}")
-    properties = _http(properties) if protocol.startswith("HTTP") else _mqtt(properties)
+    properties = _http(properties) if protocol.startswith("HTTP") else _mqtt(properties, target)
     return SubscribeRequest(raw_request, request, protocol, properties, duration, target)
 
 

@@ -65,6 +65,7 @@ from serviceregistry.peers import PeerRefused
 from serviceregistry.polling import instances_refresh
 from store.models import CatalogChange, Rule
 from subscriptions.models import LOCK_NAMESPACE, Subscription, identity_key
+from subscriptions.notify_topics import notify_topics_claim
 from subscriptions.selectors import subscription_counts
 from subscriptions.subscribe_statement import subscription_write_at_once
 from subscriptions.requests import SubscribeRequest
@@ -179,6 +180,7 @@ def subscriptions_upsert(*, owner: str, subscribes: Sequence[SubscribeRequest],
         # row-locked, and concurrent subscribes (and an unsubscribe between them) would race
         # to insert it.
         subscriptions_lock(keys)
+        notify_topics_claim(subscribes)
         rows = Subscription.objects.select_for_update()
         # One key (a subscribe call): the plainer query, cheaper to compile on the hot path.
         rows = rows.filter(identity_key=keys[0]) if len(keys) == 1 else \

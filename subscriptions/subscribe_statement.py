@@ -2,8 +2,13 @@
 `trigger`): a new subscription inserted, or an existing one with the same notify interface
 overwritten in place. Anything else (the notify interface changed, so the pending
 notifications are cancelled; no room left for the target; the subscription inserted or
-removed by a concurrent writer meanwhile) is left to the transaction of
+removed by a concurrent writer meanwhile; a new MQTT subscription, whose topic has to be
+claimed for its target, subscriptions/notify_topics.py) is left to the transaction of
 `subscriptions_upsert`, which answers it as before.
+
+A new MQTT subscription is not inserted here because the statement reads from the snapshot
+taken before it waits for any lock: a topic claimed meanwhile by another system's subscribe
+would not be seen. An overwrite keeps its topic and target, so it claims nothing new.
 
 Why: the general path (a lock, a locking read, a count, the write, each a round trip, and
 the ORM's model machinery) was over half of a subscribe call's CPU in the fan-out bench's
@@ -29,7 +34,7 @@ from rest_framework.utils.encoders import JSONEncoder
 
 from config.advisory_locks import advisory_key
 from config.prepared_statements import run_prepared
-from subscriptions.models import LOCK_NAMESPACE, Subscription
+from subscriptions.models import LOCK_NAMESPACE, MQTT_PROTOCOLS, Subscription
 from subscriptions.requests import SubscribeRequest
 
 _COLUMNS = ("id", "owner", "target", "service_definition", "identity_key",
@@ -44,13 +49,15 @@ _OVERWRITTEN = ("orchestration_request", "duration", "expires_at", "needs_evalua
 @functools.cache
 def _statement() -> bytes:
     """The statement, with $n placeholders in `_COLUMNS` order, then the limit and the lock
-    key; each cast to its column's type (parameters go as text)."""
+    key, then whether it may insert; each cast to its column's type (parameters go as
+    text)."""
     meta, quote = Subscription._meta, connection.ops.quote_name
     table = quote(meta.db_table)
     column = {name: quote(meta.get_field(name).column) for name in _COLUMNS}
     value = {name: f"${number}::{meta.get_field(name).db_type(connection)}"
              for number, name in enumerate(_COLUMNS, start=1)}
     limit, lock = f"${len(_COLUMNS) + 1}::integer", f"${len(_COLUMNS) + 2}::bigint"
+    may_insert = f"${len(_COLUMNS) + 3}::boolean"
     assignments = ", ".join(f"{column[name]} = {value[name]}" for name in _OVERWRITTEN)
     return (
         f"WITH locked AS (SELECT pg_advisory_xact_lock({lock})),"
@@ -63,7 +70,7 @@ def _statement() -> bytes:
         f" inserted AS ("
         f" INSERT INTO {table} ({', '.join(column.values())})"
         f" SELECT {', '.join(value.values())} FROM locked"
-        f" WHERE NOT EXISTS (SELECT FROM {table}"
+        f" WHERE {may_insert} AND NOT EXISTS (SELECT FROM {table}"
         f" WHERE {column['identity_key']} = {value['identity_key']})"
         f" AND (SELECT count(*) FROM {table}"
         f" WHERE {column['target']} = {value['target']}) < {limit}"
@@ -104,7 +111,8 @@ def subscription_write_at_once(*, owner: str, subscribe: SubscribeRequest, key: 
         "last_fingerprint": baseline, "last_pushed_at": None, "created_at": now, "updated_at": now}
     parameters = [_text(values[name]) for name in _COLUMNS]
     parameters += [_text(settings.MAX_SUBSCRIPTIONS_PER_SYSTEM),
-                   _text(advisory_key(LOCK_NAMESPACE, key))]
+                   _text(advisory_key(LOCK_NAMESPACE, key)),
+                   _text(subscribe.protocol not in MQTT_PROTOCOLS)]
     rows = run_prepared(b"subscription_write_at_once", _statement(), parameters)
     if not rows:
         return None

@@ -157,15 +157,16 @@ class MqttReceiver:
 
 
 @contextmanager
-def mosquitto(port: int, *, persistence: Path | None = None,
-              tls: Path | None = None) -> Iterator[subprocess.Popen]:
+def mosquitto(port: int, *, persistence: Path | None = None, tls: Path | None = None,
+              config: Path | None = None) -> Iterator[subprocess.Popen]:
     """A second, real broker on 127.0.0.1:`port` (Mosquitto's default config listens on
     loopback only), stopped on exit. With `persistence` (a `broker_state_directory()`) it
     keeps its clients' sessions and queued messages there across a stop and a start, as a
     production broker would. With `tls` (a `broker_state_directory()` holding `make_certificates`
     output with a `Broker` certificate) it speaks only TLS and admits only clients presenting a
     certificate of that CA, whose CN becomes their user name: the broker an Arrowhead cloud
-    runs under the certificate policy."""
+    runs under the certificate policy. With `config` it runs that configuration file as it is
+    (which must listen on 127.0.0.1:`port`)."""
     lines = [f"listener {port} 127.0.0.1"]
     if persistence is not None:
         lines += ["persistence true", f"persistence_location {persistence}/"]
@@ -176,9 +177,10 @@ def mosquitto(port: int, *, persistence: Path | None = None,
     else:
         lines.append("allow_anonymous true")
     command = ["mosquitto", "-p", str(port)]
-    if persistence is not None or tls is not None:
+    if config is None and (persistence is not None or tls is not None):
         config = (persistence or tls) / f"mosquitto-{port}.conf"
         config.write_text("\n".join(lines) + "\n")
+    if config is not None:
         command = ["mosquitto", "-c", str(config)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

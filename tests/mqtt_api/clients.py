@@ -64,10 +64,14 @@ class Api:
 class Caller:
     """A client that speaks only MQTT: publishes templates, collects answers. With
     `certificate` (the stem of a `make_certificates` file pair, whose directory holds ca.pem)
-    it connects over TLS presenting that certificate."""
+    it connects over TLS presenting that certificate; with `user` it logs in with `password`.
+    It listens on `reply_topic` (by default a topic of its own)."""
 
-    def __init__(self, port: int, base: str, certificate: Path | None = None) -> None:
-        self.base, self.reply_topic = base, f"test/replies/{uuid.uuid4().hex}"
+    def __init__(self, port: int, base: str, certificate: Path | None = None, *,
+                 user: str | None = None, password: str | None = None,
+                 reply_topic: str | None = None) -> None:
+        self.base = base
+        self.reply_topic = reply_topic or f"test/replies/{uuid.uuid4().hex}"
         self.answers: queue.Queue[dict] = queue.Queue()
         self.client = Client(callback_api_version=CallbackAPIVersion.VERSION2,
                              client_id=f"caller-{uuid.uuid4().hex[:8]}")
@@ -78,6 +82,8 @@ class Caller:
             self.client.tls_set(ca_certs=str(certificate.parent / "ca.pem"),
                                 certfile=f"{certificate}.pem", keyfile=f"{certificate}.key",
                                 cert_reqs=ssl.CERT_REQUIRED)
+        if user is not None:
+            self.client.username_pw_set(user, password)
         self.client.connect("127.0.0.1", port)
         self.client.loop_start()
         self.client.subscribe(self.reply_topic, qos=1)

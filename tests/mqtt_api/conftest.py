@@ -5,9 +5,10 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from tests.endpoints import broker_state_directory
+from tests.endpoints import broker_state_directory, mosquitto
 from tests.mqtt_api.clients import SHARED
 from tests.factories import make_instances, make_rules
+from tests.ports import reserved_port
 from tests.store.helpers import instance_body
 
 
@@ -41,3 +42,11 @@ def cloud_certificates():
 def base() -> str:
     """A base topic of the test's own, so that tests sharing a broker do not meet."""
     return f"test/so-{uuid.uuid4().hex[:8]}/"
+
+
+@pytest.fixture
+def broker():
+    """A throw-away Mosquitto of the test's own (anonymous clients): (its port, its process)."""
+    port = reserved_port()
+    with mosquitto(port) as process:
+        yield port, process

@@ -15,13 +15,6 @@ from tests.ports import reserved_port
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def broker():
-    port = reserved_port()
-    with mosquitto(port) as process:
-        yield port, process
-
-
 class RoundTripTests:
     def test_a_consumer_pulls_subscribes_and_unsubscribes_over_mqtt(self, catalog, broker,
                                                                     base, tmp_path):
@@ -97,13 +90,11 @@ class BadInputTests:
             caller.send("orchestration/pull", raw=b"{not json")
             caller.send("orchestration/pull", raw=b"x" * 3_000_000)  # several megabytes
             caller.send("orchestration/pull", raw=json.dumps({"payload": {}}).encode())
-            wrong = caller.ask("orchestration/pull", qosRequirement=7)
-            assert wrong["status"] == 400 and wrong["payload"]["errorMessage"] == \
-                "Unknown MQTT QoS value: 7"
+            caller.send("orchestration/pull", qosRequirement=7)  # who sent it? not answered
             typed = caller.ask("orchestration/pull", {"serviceRequirement": []})
             assert typed["status"] == 400
-            unknown = caller.ask("orchestration/unsubscribe", 5)
-            assert unknown["status"] == 400
+            # Refused before its requester is identified: logged, not published.
+            caller.send("orchestration/unsubscribe", 5, trace="not-an-id")
             for n in range(50):  # a flood: every one answered
                 caller.send("orchestration/pull", PULL_BODY, trace=f"flood-{n}")
             traces = {caller.answers.get(timeout=30)["traceId"] for _ in range(50)}
@@ -112,7 +103,10 @@ class BadInputTests:
             assert caller.answers.empty()  # the dropped ones were not answered
             log = api.log.read_text()
             assert "dropped a request of 3000000 bytes" in log
-            assert log.count("dropped a message") == 1  # the unparsable one
+            assert log.count("dropped a message") == 2  # the unparsable one, QoS 7
+            assert "Unknown MQTT QoS value: 7" in log
+            assert "answered 400 (traceId 'not-an-id'), not published: no requester was " \
+                "identified" in log
             assert "named no response topic" in log
         finally:
             caller.close()

@@ -48,7 +48,8 @@ BODY = {"duration": 300, "orchestrationRequest": {
                            "metadataRequirements": [{"unit": "celsius"}],
                            "interfaceTemplateNames": ["generic_http"]},
     "orchestrationFlags": {"MATCHMAKING": True}, "qualityRequirements": {"maxLatency": 5}},
-    "notifyInterface": mqtt_notify("plant/a")}
+    "notifyInterface": HTTP_NOTIFY}
+MQTT_BODY = {**BODY, "notifyInterface": mqtt_notify("plant/a")}
 
 
 class OneStatementSubscribeTests:
@@ -97,16 +98,31 @@ class OneStatementSubscribeTests:
     def test_the_general_path_cancels_the_pending_notification_of_a_changed_interface(self):
         first_id, _ = _write("StatementConsumer", _request("StatementConsumer", **BODY))
         pending = NotificationDelivery.objects.create(
-            subscription_id=first_id, protocol="MQTT", properties={"topic": "plant/a"},
+            subscription_id=first_id, protocol="HTTP", properties=HTTP_NOTIFY["properties"],
             receiver="StatementConsumer", payload={}, status=NotificationDelivery.Status.PENDING)
-        moved = {**BODY, "notifyInterface": HTTP_NOTIFY}
+        moved = MQTT_BODY
         subscription_id, created = services.subscription_upsert(
             requester="StatementConsumer", subscribe=_request("StatementConsumer", **moved),
             trigger=False)
         assert (subscription_id, created) == (first_id, False)
         pending.refresh_from_db()
         assert pending.status == NotificationDelivery.Status.CANCELLED
-        assert Subscription.objects.get(id=first_id).notify_protocol == "HTTP"
+        assert Subscription.objects.get(id=first_id).notify_protocol == "MQTT"
+
+    def test_a_new_mqtt_subscription_is_left_to_the_general_path(self):
+        """Its topic has to be claimed for its target under the topic's lock, which the
+        statement's snapshot, taken before any lock, cannot see (subscriptions/
+        notify_topics.py)."""
+        assert _write("StatementConsumer", _request("StatementConsumer", **MQTT_BODY)) is None
+        assert not Subscription.objects.exists()
+
+    def test_an_mqtt_subscription_on_the_same_topic_is_overwritten_in_place(self):
+        [(first, _)] = services.subscriptions_upsert(
+            owner="StatementConsumer", subscribes=[_request("StatementConsumer", **MQTT_BODY)])
+        again = {**MQTT_BODY, "duration": 7}
+        assert _write("StatementConsumer", _request("StatementConsumer", **again)) == (
+            first.id, False)
+        assert Subscription.objects.get(id=first.id).duration == 7
 
     def test_a_target_without_room_is_left_to_the_general_path(self, settings):
         settings.MAX_SUBSCRIPTIONS_PER_SYSTEM = 2

@@ -36,7 +36,7 @@ class Command(BaseCommand):
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *args: server.stop())
         snapshot_start()  # pulls answered from the snapshot, as in a web worker
-        self.stdout.write(f"MQTT interface on {settings.MQTT_BROKER_URL}, topics under "
-                          f"{settings.MQTT_API_BASE_TOPIC}", ending="\n")
+        self.stdout.write(f"MQTT interface on {broker_address(settings.MQTT_BROKER_URL)}, "
+                          f"topics under {settings.MQTT_API_BASE_TOPIC}", ending="\n")
         self.stdout.flush()
         server.serve_forever()
