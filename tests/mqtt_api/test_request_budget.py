@@ -1,8 +1,11 @@
 """Issue 29, item 4: an MQTT interface process holds at most MQTT_API_BUDGET_BYTES of requests
 waiting or being answered. A burst of large requests against the real process (and a real
-Mosquitto of the test's own): those beyond the budget are answered 503 at once, the process
+Mosquitto of the test's own): those beyond the budget are refused at once (a 503 that is only
+logged: the requester is not identified yet, issue 29 item 1), the process
 grows by about the budget, not by the burst, and gives the memory back afterwards."""
+import contextlib
 import json
+import queue
 import threading
 import time
 
@@ -72,18 +75,25 @@ def test_a_burst_of_large_requests_is_bounded_by_the_budget_and_memory_returns(
             for n in range(BURST):
                 caller.client.publish(base + "orchestration/pull", request_bytes(caller, str(n)),
                                       qos=1).wait_for_publish(10)
-            answers = [caller.answers.get(timeout=60) for _ in range(BURST)]
+            # A refused request is not answered: the refusal comes before its requester is
+            # identified, and an unidentified request's answer is only logged
+            # (mqtt_api/response_topics.py). Each request is either answered or logged refused.
+            def refused() -> int:
+                return api.log.read_text().count("refused a request of ")
+
+            answered: list[dict] = []
+            deadline = time.monotonic() + 60
+            while len(answered) + refused() < BURST and time.monotonic() < deadline:
+                with contextlib.suppress(queue.Empty):
+                    answered.append(caller.answers.get(timeout=0.2))
             peak = sampler.stop()
             time.sleep(2)
             left = process.memory_info().rss - baseline
-            statuses = [answer["status"] for answer in answers]
-            busy = [answer for answer in answers if answer["status"] == 503]
-            assert set(statuses) == {200, 503}, statuses
-            assert len(busy) >= BURST // 3, statuses
-            assert busy[0]["payload"]["exceptionType"] == "EXTERNAL_SERVER_ERROR"
-            assert busy[0]["payload"]["errorMessage"].startswith(
-                "Too many request bodies are being received at once (at most "
-                f"{BUDGET} bytes per MQTT interface process)")
+            assert len(answered) + refused() == BURST, (len(answered), refused())
+            assert {answer["status"] for answer in answered} == {200}
+            assert refused() >= BURST // 3, refused()
+            assert "answered 503 (traceId " in api.log.read_text()
+            assert "not published: no requester was identified" in api.log.read_text()
             assert peak - baseline < GROWTH_ALLOWED, (
                 f"grew {(peak - baseline) / MB:.0f} MiB from {baseline / MB:.0f} MiB")
             assert left < LEFT_ALLOWED, f"{left / MB:.0f} MiB still held after the burst"
