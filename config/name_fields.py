@@ -45,20 +45,22 @@ SEPARATOR = f"[{PYTHON_BLANKS}_-]"
 _FIRST_LETTER = {"system": "[A-Z]", "serviceDefinition": "[a-z]"}
 
 
-def accepted_name_pattern(kind: str, *, blank_allowed: bool) -> str:
+def accepted_name_pattern(kind: str, *, blank_allowed: bool,
+                          absent_blank: str = JAVA_BLANK) -> str:
     """The texts a request may give for a system name (`kind` "system") or a service
     definition ("serviceDefinition"): under extended normalization any mix of letters, digits
     and separators whose first letter-or-digit is a letter and that has at most 63 letters and
     digits (separators are dropped, case is converted); under simple normalization the name
     itself. Both with Java blanks around. Unicode case-mapping oddities (`ı`, `ſ`, ligatures)
-    are left out of the pattern although normalization happens to accept some of them."""
+    are left out of the pattern although normalization happens to accept some of them. Where
+    a blank is allowed ("not given"), `absent_blank` says what a blank is to the service."""
     more = f"{{0,{MAX_NAME_LENGTH - 1}}}"
     if settings.NORMALIZATION_MODE == "extended":
         name = f"{SEPARATOR}*[A-Za-z](?:{SEPARATOR}*[0-9A-Za-z]){more}{SEPARATOR}*"
     else:
         name = f"{_FIRST_LETTER[kind]}[0-9A-Za-z]{more}"
     if blank_allowed:
-        name = f"(?:{name})?"
+        return f"^(?:{absent_blank}*|{JAVA_BLANK}*{name}{JAVA_BLANK}*)$"
     return f"^{JAVA_BLANK}*{name}{JAVA_BLANK}*$"
 
 
@@ -180,7 +182,12 @@ _DESCRIPTIONS = {
 INSTANCE_ID_LIST = "x-instance-id-list"
 
 
-def _request_pattern(kind: str, blank_allowed: bool) -> str:
+# Fields whose blank ("not given") is a blank by Python's strip: a subscription's target
+# (subscriptions.requests); any other text goes to name normalization.
+_ABSENT_BY_PYTHON_BLANKS = frozenset({"targetSystemName"})
+
+
+def _request_pattern(kind: str, blank_allowed: bool, prop: str) -> str:
     if kind == "version":
         return accepted_version_pattern(blank_allowed=blank_allowed)
     if kind == "instanceId":
@@ -189,7 +196,8 @@ def _request_pattern(kind: str, blank_allowed: bool) -> str:
         return accepted_instant_pattern(blank_allowed=blank_allowed)
     if kind == "uuid":
         return accepted_uuid_pattern()
-    return accepted_name_pattern(kind, blank_allowed=blank_allowed)
+    absent_blank = f"[{PYTHON_BLANKS}]" if prop in _ABSENT_BY_PYTHON_BLANKS else JAVA_BLANK
+    return accepted_name_pattern(kind, blank_allowed=blank_allowed, absent_blank=absent_blank)
 
 
 def instance_id_list_pattern() -> str:
@@ -227,7 +235,7 @@ def postprocess_request_names(result: dict, generator, request, public) -> dict:
             # A required field has no "not given" (push subscribe's targetSystemName).
             blank_allowed = blank_allowed and prop not in schema.get("required", ())
             text = field["items"] if field.get("type") == "array" else field
-            text["pattern"] = _request_pattern(kind, blank_allowed)
+            text["pattern"] = _request_pattern(kind, blank_allowed, prop)
             text["description"] = " ".join(filter(None, [text.get("description"),
                                                          _DESCRIPTIONS[kind]]))
     _instance_id_lists(result)
