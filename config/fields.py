@@ -241,11 +241,14 @@ def not_blank_text(**kwargs: Any) -> StrictCharField:
     return documented(StrictCharField, schema)(required=False, allow_null=True, **kwargs)
 
 
-def optional_string_list(*, limit_setting: str = "MAX_LIST_LENGTH",
+def optional_string_list(*, limit_setting: str = "MAX_LIST_LENGTH", pattern: str | None = None,
                          **kwargs: Any) -> BoundedListField:
     """An optional list of at most `limit_setting` strings; null or blank elements are refused
-    by the service."""
-    return BoundedListField(child=ListElementField(), required=False, allow_null=True,
+    by the service. With `pattern`, the schema of an element is that pattern (which must
+    refuse blanks), for elements the service reads as one of a fixed set of values."""
+    child = ListElementField if pattern is None else documented(ListElementField, {
+        "type": "string", "pattern": pattern, BLANK_REFUSED: True})
+    return BoundedListField(child=child(), required=False, allow_null=True,
                             limit_setting=limit_setting, **kwargs)
 
 

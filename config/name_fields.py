@@ -10,6 +10,7 @@ from django.conf import settings
 from rest_framework import serializers
 
 from config.conventions.names import MAX_NAME_LENGTH
+from config.conventions.uuids import CANONICAL_UUID
 from config.conventions.versions import MAX_VERSION_LENGTH
 from config.fields import PYTHON_BLANKS, documented
 
@@ -44,20 +45,22 @@ SEPARATOR = f"[{PYTHON_BLANKS}_-]"
 _FIRST_LETTER = {"system": "[A-Z]", "serviceDefinition": "[a-z]"}
 
 
-def accepted_name_pattern(kind: str, *, blank_allowed: bool) -> str:
+def accepted_name_pattern(kind: str, *, blank_allowed: bool,
+                          absent_blank: str = JAVA_BLANK) -> str:
     """The texts a request may give for a system name (`kind` "system") or a service
     definition ("serviceDefinition"): under extended normalization any mix of letters, digits
     and separators whose first letter-or-digit is a letter and that has at most 63 letters and
     digits (separators are dropped, case is converted); under simple normalization the name
     itself. Both with Java blanks around. Unicode case-mapping oddities (`ı`, `ſ`, ligatures)
-    are left out of the pattern although normalization happens to accept some of them."""
+    are left out of the pattern although normalization happens to accept some of them. Where
+    a blank is allowed ("not given"), `absent_blank` says what a blank is to the service."""
     more = f"{{0,{MAX_NAME_LENGTH - 1}}}"
     if settings.NORMALIZATION_MODE == "extended":
         name = f"{SEPARATOR}*[A-Za-z](?:{SEPARATOR}*[0-9A-Za-z]){more}{SEPARATOR}*"
     else:
         name = f"{_FIRST_LETTER[kind]}[0-9A-Za-z]{more}"
     if blank_allowed:
-        name = f"(?:{name})?"
+        return f"^(?:{absent_blank}*|{JAVA_BLANK}*{name}{JAVA_BLANK}*)$"
     return f"^{JAVA_BLANK}*{name}{JAVA_BLANK}*$"
 
 
@@ -94,9 +97,26 @@ _INSTANT = ("(?:[1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])-"
             "T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,9})?Z")
 
 
-def accepted_instant_pattern() -> str:
-    """A UTC instant with Python blanks around, or only blanks ("not given")."""
-    return f"^[{PYTHON_BLANKS}]*(?:{_INSTANT})?[{PYTHON_BLANKS}]*$"
+def accepted_instant_pattern(*, blank_allowed: bool = True) -> str:
+    """A UTC instant with Python blanks around, or (where allowed) only blanks ("not
+    given")."""
+    instant = f"(?:{_INSTANT})?" if blank_allowed else _INSTANT
+    return f"^[{PYTHON_BLANKS}]*{instant}[{PYTHON_BLANKS}]*$"
+
+
+def accepted_uuid_pattern() -> str:
+    """A UUID as `config.conventions.uuids.parse_uuid` reads it: canonical 8-4-4-4-12, any case,
+    Java blanks around."""
+    return f"^{JAVA_BLANK}*{CANONICAL_UUID}{JAVA_BLANK}*$"
+
+
+def any_case_pattern(words, *, blank: str = JAVA_BLANK) -> str:
+    """One of `words` (ASCII) in any case with `blank`s around, as a trimmed and upper-cased
+    enumeration value is read (the history query's `statuses` and `type` with Java blanks, a
+    notify `protocol` with Python's)."""
+    spelled = ("".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in word)
+               for word in words)
+    return f"^{blank}*(?:{'|'.join(spelled)}){blank}*$"
 
 
 def _unanchored(pattern: str) -> str:
@@ -116,9 +136,9 @@ def accepted_instance_id_pattern() -> str:
     return f"^{accepted_instance_id_core()}$"
 
 
-# Request fields (wire names, SPEC §3-5) holding a system name, service definition, version or
-# service instance id, or a list of them: (kind, whether a blank value is accepted as "not
-# given").
+# Request fields (wire names, SPEC §3-5) holding a system name, service definition, version,
+# service instance id, instant or UUID (rule, job and subscription ids), or a list of them:
+# (kind, whether a blank value is accepted as "not given").
 REQUEST_NAMES: dict[str, tuple[str, bool]] = {
     "consumer": ("system", False),
     "consumerNames": ("system", False),
@@ -127,6 +147,9 @@ REQUEST_NAMES: dict[str, tuple[str, bool]] = {
     "providerNames": ("system", False),
     "preferredProviders": ("system", False),
     "targetSystemName": ("system", True),
+    "requesterSystems": ("system", False),
+    "targetSystems": ("system", False),
+    "ownerSystems": ("system", False),
     "serviceDefinition": ("serviceDefinition", True),
     "serviceDefinitions": ("serviceDefinition", False),
     "serviceDefinitionName": ("serviceDefinition", False),
@@ -136,7 +159,12 @@ REQUEST_NAMES: dict[str, tuple[str, bool]] = {
     "serviceInstanceId": ("instanceId", False),
     "serviceInstanceIds": ("instanceId", False),
     "instanceIds": ("instanceId", False),
+    "instanceId": ("instanceId", False),
+    "ids": ("uuid", False),
+    "subscriptionIds": ("uuid", False),
     "alivesAt": ("instant", True),
+    # In a pull's requirement only null means "not given" (orchestration.requests).
+    "ServiceRequirementRequest.alivesAt": ("instant", False),
     "expiresAt": ("instant", True),
 }
 _DESCRIPTIONS = {
@@ -145,6 +173,7 @@ _DESCRIPTIONS = {
                          "and digits.",
     "version": "`X`, `X.Y` or `X.Y.Z` (completed with `.0`); blank: 1.0.0 where allowed.",
     "instanceId": "`<system>|<serviceDefinition>|<version>`, each part as in its own field.",
+    "uuid": "Canonical 8-4-4-4-12, any case, surrounding blanks ignored.",
     "instant": "UTC, ISO 8601 with `Z` (`2025-11-08T12:00:00Z`, fractions allowed); blank: not "
                "given.",
 }
@@ -153,14 +182,22 @@ _DESCRIPTIONS = {
 INSTANCE_ID_LIST = "x-instance-id-list"
 
 
-def _request_pattern(kind: str, blank_allowed: bool) -> str:
+# Fields whose blank ("not given") is a blank by Python's strip: a subscription's target
+# (subscriptions.requests); any other text goes to name normalization.
+_ABSENT_BY_PYTHON_BLANKS = frozenset({"targetSystemName"})
+
+
+def _request_pattern(kind: str, blank_allowed: bool, prop: str) -> str:
     if kind == "version":
         return accepted_version_pattern(blank_allowed=blank_allowed)
     if kind == "instanceId":
         return accepted_instance_id_pattern()
     if kind == "instant":
-        return accepted_instant_pattern()
-    return accepted_name_pattern(kind, blank_allowed=blank_allowed)
+        return accepted_instant_pattern(blank_allowed=blank_allowed)
+    if kind == "uuid":
+        return accepted_uuid_pattern()
+    absent_blank = f"[{PYTHON_BLANKS}]" if prop in _ABSENT_BY_PYTHON_BLANKS else JAVA_BLANK
+    return accepted_name_pattern(kind, blank_allowed=blank_allowed, absent_blank=absent_blank)
 
 
 def instance_id_list_pattern() -> str:
@@ -190,11 +227,15 @@ def postprocess_request_names(result: dict, generator, request, public) -> dict:
         if not component.endswith("Request"):
             continue
         for prop, field in schema.get("properties", {}).items():
-            if prop not in REQUEST_NAMES:
+            # A component's own entry (`<Component>.<property>`) before the property's.
+            kind, blank_allowed = REQUEST_NAMES.get(f"{component}.{prop}",
+                                                    REQUEST_NAMES.get(prop, (None, False)))
+            if kind is None:
                 continue
-            kind, blank_allowed = REQUEST_NAMES[prop]
+            # A required field has no "not given" (push subscribe's targetSystemName).
+            blank_allowed = blank_allowed and prop not in schema.get("required", ())
             text = field["items"] if field.get("type") == "array" else field
-            text["pattern"] = _request_pattern(kind, blank_allowed)
+            text["pattern"] = _request_pattern(kind, blank_allowed, prop)
             text["description"] = " ".join(filter(None, [text.get("description"),
                                                          _DESCRIPTIONS[kind]]))
     _instance_id_lists(result)

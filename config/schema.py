@@ -1,4 +1,7 @@
 """OpenAPI pieces shared by every endpoint."""
+from collections.abc import Callable
+
+from django.conf import settings
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 
@@ -8,8 +11,6 @@ _MEANINGS = {
     401: "No or invalid identity (AUTH)",
     403: "No permission (FORBIDDEN)",
     406: "The Accept header allows no JSON answer (INVALID_PARAMETER)",
-    413: "The body is larger than MAX_REQUEST_BODY_BYTES; refused before it is read "
-         "(INVALID_PARAMETER)",
     415: "The body is not JSON (INVALID_PARAMETER)",
     423: "A concurrent writer held the data through every retry (DATABASE_CONFLICT_RETRIES); "
          "nothing was written, send it again (LOCKED)",
@@ -33,10 +34,11 @@ class ErrorResponseSerializer(serializers.Serializer):
 
 def error_responses(*statuses: int, body: bool = False) -> dict[int, OpenApiResponse]:
     """The error answers of an operation: always 400, 401, 406 and 500, plus the given ones;
-    for an operation that reads a `body` also 413 (config.request_guard) and 415. The 400
-    includes the input gate's refusals (NUL characters, lone surrogates, non-finite numbers:
-    config.input_safety)."""
-    codes = sorted({400, 401, 406, 500, *statuses, *((413, 415) if body else ())})
+    for an operation that reads a `body` also 415. The 400 includes the input gate's refusals
+    (NUL characters, lone surrogates, non-finite numbers: config.input_safety). The refusals
+    made before any view, for every operation alike (413, 414, 431), are added by the hook
+    `postprocess_server_limits`."""
+    codes = sorted({400, 401, 406, 500, *statuses, *((415,) if body else ())})
     return {code: OpenApiResponse(ErrorResponseSerializer, description=_MEANINGS[code])
             for code in codes}
 
@@ -104,6 +106,32 @@ def _without_blank_alternative(node):
             if key != BLANK_REFUSED}
 
 
+# Marks a field schema built when the schema is generated, from the configuration in force
+# then (a field refused under the current settings); `postprocess_bodies` builds it.
+RUNTIME_SCHEMA = "x-runtime-schema"
+_RUNTIME_SCHEMAS: dict[str, Callable[[], dict]] = {}
+
+
+def runtime_schema(name: str, build: Callable[[], dict]) -> dict[str, str]:
+    """The schema of a field (for `config.fields.documented`) that `build()` gives at each
+    generation of the schema: what the field accepts depends on settings that tests and
+    deployments change (e.g. QOS_ENABLED). What drf-spectacular adds from the field itself
+    (description, nullable) is kept."""
+    _RUNTIME_SCHEMAS[name] = build
+    return {RUNTIME_SCHEMA: name}
+
+
+def _built(node):
+    """`node` with every RUNTIME_SCHEMA marker replaced by the schema built now."""
+    if isinstance(node, list):
+        return [_built(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: _built(value) for key, value in node.items()}
+    name = node.pop(RUNTIME_SCHEMA, None)
+    return node if name is None else {**_RUNTIME_SCHEMAS[name](), **node}
+
+
 def _nullable(media: dict) -> None:
     schema = media.get("schema")
     if schema is not None:
@@ -116,8 +144,8 @@ def postprocess_bodies(result: dict, generator, request, public) -> dict:
     with `null_body_is_absent()` also accepts `null` (OpenAPI 3.0 has no nullable reference,
     hence the `allOf` wrapper); one marked with `body_required()` is required. Request
     components marked with `required_not_null()` get their required fields; strings marked
-    BLANK_REFUSED lose the blank alternative."""
-    result = _without_blank_alternative(result)
+    BLANK_REFUSED lose the blank alternative; RUNTIME_SCHEMA markers are built."""
+    result = _built(_without_blank_alternative(result))
     for schema in result.get("components", {}).get("schemas", {}).values():
         _require(schema)
     for operations in result.get("paths", {}).values():
@@ -128,4 +156,42 @@ def postprocess_bodies(result: dict, generator, request, public) -> dict:
                     _nullable(media)
             if operation.pop(BODY_REQUIRED, False):
                 body["required"] = True
+    return result
+
+
+def _server_limit_meanings() -> dict[str, str]:
+    """The refusals of every operation that come before any view, with the limits of the
+    running configuration (docs/limits.md, docs/errors.md)."""
+    return {
+        "413": f"The body, or the Content-Length the request declares (also on an operation "
+               f"without body), is larger than MAX_REQUEST_BODY_BYTES "
+               f"({settings.MAX_REQUEST_BODY_BYTES} bytes); refused before it is read "
+               f"(config.request_guard; INVALID_PARAMETER)",
+        "414": f"The request line (method, path with its query string, HTTP version) is longer "
+               f"than SERVER_LIMIT_REQUEST_LINE ({settings.SERVER_LIMIT_REQUEST_LINE} bytes); "
+               f"answered by the HTTP server, `origin` `HTTP` (INVALID_PARAMETER)",
+        "431": f"More header fields than SERVER_LIMIT_REQUEST_FIELDS "
+               f"({settings.SERVER_LIMIT_REQUEST_FIELDS}) or one longer than "
+               f"SERVER_LIMIT_REQUEST_FIELD_SIZE ({settings.SERVER_LIMIT_REQUEST_FIELD_SIZE} "
+               f"bytes); answered by the HTTP server, `origin` `HTTP` (INVALID_PARAMETER)",
+    }
+
+
+ERROR_RESPONSE_REF = "#/components/schemas/ErrorResponse"
+
+
+def postprocess_server_limits(result: dict, generator, request, public) -> dict:
+    """drf-spectacular hook: every operation documents the refusals that the HTTP server
+    (config.workers) and the request guard (config.request_guard) make before any view, whatever
+    the operation: 413, 414 and 431, in the error envelope. One place, so that no operation
+    can lack them."""
+    meanings = _server_limit_meanings()
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            responses = operation.setdefault("responses", {})
+            for status, meaning in meanings.items():
+                responses[status] = {
+                    "content": {"application/json": {"schema": {"$ref": ERROR_RESPONSE_REF}}},
+                    "description": meaning}
+            operation["responses"] = dict(sorted(responses.items()))
     return result

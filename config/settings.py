@@ -488,6 +488,7 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.schema.postprocess_bodies",
         "config.name_fields.postprocess_request_names",
+        "config.schema.postprocess_server_limits",
     ],
 }
 

@@ -2,9 +2,16 @@
 `OrchestrationHistoryResponseDTO`); entries use the shared job shape."""
 from rest_framework import serializers
 
-from config.fields import StrictCharField, optional_string_list, pagination_field
+from config.fields import StrictCharField, documented, optional_string_list, pagination_field
+from config.name_fields import any_case_pattern
+from config.schema import BLANK_REFUSED
 from orchestration.history import DEFAULT_DIRECTION, DEFAULT_SORT_FIELD, SORT_COLUMNS
 from orchestration.job_serializers import OrchestrationJobSerializer
+from orchestration.models import OrchestrationJob
+
+JobTypeField = documented(StrictCharField, {
+    "type": "string", "nullable": True, "pattern": any_case_pattern(OrchestrationJob.Type.values),
+    BLANK_REFUSED: True})
 
 
 class JobQuerySerializer(serializers.Serializer):
@@ -14,9 +21,10 @@ class JobQuerySerializer(serializers.Serializer):
     ids = optional_string_list(limit_setting="MAX_BULK_SIZE",
                                help_text="Job ids (UUIDs).")
     statuses = optional_string_list(
+        pattern=any_case_pattern(OrchestrationJob.Status.values),
         help_text="PENDING, IN_PROGRESS, DONE or ERROR, in any case, surrounding blanks "
         "ignored; any other value is a 400 `Invalid status: <value>`.")
-    type = StrictCharField(
+    type = JobTypeField(
         required=False, allow_null=True,
         help_text="PULL or PUSH, in any case, surrounding blanks ignored; any other value "
         "(also a blank one) is a 400 `Invalid type: <value>`. Null: any type.")

@@ -48,6 +48,8 @@ WARN_IGNORED_FIELDS = "ignoredFields"
 WARN_IGNORED_FLAGS = "ignoredFlags"
 QOS_MAX_LATENCY = "maxLatencyMs"
 QOS_FIELD = "qosRequirements"
+# More than 18 digits is no latency, and int() refuses more than 4300 (a 500).
+MAX_LATENCY_DIGITS = 18
 
 
 @dataclass
@@ -98,8 +100,8 @@ def qos_max_latency(request: OrchestrationRequest) -> int | None:
             raise InvalidParameter(f"Unsupported QoS requirement: {key}")
     value = qos.get(QOS_MAX_LATENCY)
     text = str(value).strip() if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
-    # More than 18 digits is no latency, and int() refuses more than 4300 (a 500).
-    if not text.isascii() or not text.isdigit() or len(text) > 18 or int(text) < 1:
+    if (not text.isascii() or not text.isdigit() or len(text) > MAX_LATENCY_DIGITS
+            or int(text) < 1):
         raise InvalidParameter("Invalid QoS requirement: maxLatencyMs should be a positive "
                                "integer")
     return int(text)

@@ -14,6 +14,7 @@ from store.addresses import ADDRESS_TYPES
 from store.interfaces import POLICIES
 
 _TRUE, _FALSE = "true", "false"
+FLAG_VALUES = (_TRUE, _FALSE)  # a flag's value as text, in any case, blanks around
 # The Java simple store lists its ignored flags as it iterates the flag map, a java.util.HashMap
 # of at most six keys: by bucket (the key's String.hashCode spread over 16 buckets: ALLOW_ and
 # ONLY_INTERCLOUD 1, ONLY_EXCLUSIVE 6, ALLOW_TRANSLATION 14), keys of one bucket in request
@@ -51,7 +52,7 @@ def parse_flags(raw: dict[str, Any] | None) -> dict[str, bool]:
             raise InvalidParameter(f"Invalid orchestration flag: {name}")
         if isinstance(value, bool):
             flags[name] = value
-        elif isinstance(value, str) and value.strip().lower() in (_TRUE, _FALSE):
+        elif isinstance(value, str) and value.strip().lower() in FLAG_VALUES:
             flags[name] = value.strip().lower() == _TRUE
         else:
             raise InvalidParameter(f"Invalid value of orchestration flag {name}: {value} "

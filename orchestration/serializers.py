@@ -5,10 +5,14 @@ from collections import OrderedDict
 
 from rest_framework import serializers
 
+from django.conf import settings
+
 from config.fields import (
+    PYTHON_BLANKS,
     BoundedDictField,
     RequirementListField,
     StrictCharField,
+    documented,
     optional_positive_integer,
     optional_string_list,
 )
@@ -17,7 +21,13 @@ from config.name_fields import (
     ServiceDefinitionField,
     SystemNameField,
     VersionField,
+    any_case_pattern,
 )
+from config.schema import runtime_schema
+from orchestration.pull import MAX_LATENCY_DIGITS, QOS_MAX_LATENCY
+from orchestration.requests import FLAG_VALUES
+from store.addresses import ADDRESS_TYPES
+from store.interfaces import POLICIES
 
 
 MAX_SECONDS = 2_147_483_647  # durations are stored as database integers
@@ -36,25 +46,64 @@ class ServiceRequirementSerializer(serializers.Serializer):
                                help_text="ISO 8601 UTC, e.g. 2025-11-08T12:00:00Z")
     metadataRequirements = _requirement_list("OR of requirement objects (AND inside one).")
     interfaceTemplateNames = optional_string_list()
-    interfaceAddressTypes = optional_string_list(help_text="HOSTNAME, IPV4, IPV6")
+    interfaceAddressTypes = optional_string_list(
+        pattern=any_case_pattern(ADDRESS_TYPES, blank=f"[{PYTHON_BLANKS}]"),
+        help_text="HOSTNAME, IPV4, IPV6, MAC")
     interfacePropertyRequirements = _requirement_list("OR of requirement objects on interface "
                                                       "properties.")
-    securityPolicies = optional_string_list()
+    securityPolicies = optional_string_list(
+        pattern=any_case_pattern(sorted(POLICIES), blank=f"[{PYTHON_BLANKS}]"))
     preferredProviders = optional_string_list()
+
+
+def _positive_digits(most: int) -> str:
+    """At most `most` ASCII digits, not all zeros."""
+    return "|".join(f"0{{{zeros}}}[1-9][0-9]{{0,{most - zeros - 1}}}" for zeros in range(most))
+
+
+def qos_requirements_schema() -> dict:
+    """`qosRequirements` as `orchestration.pull.qos_max_latency` accepts it under the current
+    QOS_ENABLED: when off, only the empty object (any requirement is a 400 "QoS support is
+    disabled"); when on, only `maxLatencyMs`, a positive integer of at most
+    MAX_LATENCY_DIGITS digits, as a number or as text with blanks around."""
+    if not settings.QOS_ENABLED:
+        return {"type": "object", "maxProperties": 0,
+                "description": "QoS is disabled (QOS_ENABLED): only an empty object or null."}
+    latency = {"oneOf": [
+        {"type": "integer", "minimum": 1, "maximum": 10 ** MAX_LATENCY_DIGITS - 1},
+        {"type": "string",
+         "pattern": f"^[{PYTHON_BLANKS}]*(?:{_positive_digits(MAX_LATENCY_DIGITS)})"
+                    f"[{PYTHON_BLANKS}]*$"}]}
+    return {"type": "object", "properties": {QOS_MAX_LATENCY: latency},
+            "additionalProperties": False}
+
+
+QosRequirementsField = documented(BoundedDictField,
+                                  runtime_schema("qosRequirements", qos_requirements_schema))
+
+
+# Flag names are read in any case, which OpenAPI 3.0 cannot say of property names (no
+# `propertyNames`): only the values are described (orchestration.requests.parse_flags).
+FlagsField = documented(BoundedDictField, {
+    "type": "object", "additionalProperties": {"oneOf": [
+        {"type": "boolean"},
+        {"type": "string", "pattern": any_case_pattern(FLAG_VALUES, blank=f"[{PYTHON_BLANKS}]")},
+    ]}})
 
 
 class OrchestrationRequestSerializer(serializers.Serializer):
     serviceRequirement = ServiceRequirementSerializer(required=False, allow_null=True)
-    orchestrationFlags = BoundedDictField(
+    orchestrationFlags = FlagsField(
         required=False, allow_null=True,
         help_text="Flag name → true/false (JSON booleans or strings). MATCHMAKING, "
         "ONLY_PREFERRED, ONLY_EXCLUSIVE, ALLOW_TRANSLATION, ALLOW_INTERCLOUD, ONLY_INTERCLOUD. "
         "ALLOW_TRANSLATION, ALLOW_INTERCLOUD, ONLY_INTERCLOUD and ONLY_EXCLUSIVE without "
         "exclusivityDuration are ignored, as the Java simple store ignores them: warning "
         "`ignoredFlags: [...]`.")
-    qosRequirements = BoundedDictField(
+    qosRequirements = QosRequirementsField(
         required=False, allow_null=True,
-        help_text='{"maxLatencyMs": "<int>"}; needs QOS_ENABLED.')
+        help_text='{"maxLatencyMs": <positive integer>}, only with QOS_ENABLED: the schema '
+        'shows what the running configuration accepts (with QoS disabled, only no requirement).')
     exclusivityDuration = optional_positive_integer(maximum=MAX_SECONDS, help_text="Seconds.")
 
 

@@ -1,17 +1,28 @@
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
-from config.fields import BoundedDictField, StrictCharField, optional_positive_integer
-from config.name_fields import SystemNameField
-from config.schema import required_not_null
+from config.fields import (
+    PYTHON_BLANKS,
+    BoundedDictField,
+    StrictCharField,
+    documented,
+    optional_positive_integer,
+)
+from config.name_fields import SystemNameField, any_case_pattern
+from config.schema import BLANK_REFUSED, required_not_null
 from orchestration.job_serializers import OrchestrationJobSerializer
 from orchestration.serializers import MAX_SECONDS, OrchestrationRequestSerializer
 from subscriptions.models import Subscription
+from subscriptions.requests import PROTOCOLS
+
+ProtocolField = documented(StrictCharField, {
+    "type": "string", "pattern": any_case_pattern(PROTOCOLS, blank=f"[{PYTHON_BLANKS}]"),
+    BLANK_REFUSED: True})
 
 
 @extend_schema_serializer(extensions=required_not_null("protocol", "properties"))
 class NotifyInterfaceSerializer(serializers.Serializer):
-    protocol = StrictCharField(required=False, allow_null=True,
+    protocol = ProtocolField(required=False, allow_null=True,
                                help_text="HTTP, HTTPS, MQTT or MQTTS (any case).")
     properties = BoundedDictField(
         required=False, allow_null=True,

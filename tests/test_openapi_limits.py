@@ -1,8 +1,14 @@
 """The request limits (docs/limits.md) are in the OpenAPI schema, also where a field's schema is
-given whole (`config.fields.documented`), and every operation that reads a body documents the
-413 of the body limit (docs/openapi.md)."""
+given whole (`config.fields.documented`), and every operation documents the refusals made before
+any view: 413 (body limit), 414 and 431 (request line and header limits) (docs/openapi.md)."""
+import pytest
+
+from tests.helpers import SYSOP
 from tests.orchestration.helpers import PULL
-from tests.store.helpers import CREATE, I_CREATE, I_QUERY, MODIFY, QUERY
+from tests.store.helpers import CREATE, I_CREATE, I_QUERY, I_REMOVE, MODIFY, QUERY
+
+ECHO = "/serviceorchestration/monitor/echo"
+GET_CONFIG = "/serviceorchestration/general/mgmt/get-config"
 
 SCHEMA = "/api/schema/?format=json"
 
@@ -54,15 +60,56 @@ def test_bulks_show_the_bulk_limit(api, settings):
     assert priorities["schema"]["maxProperties"] > 0
 
 
-def test_every_operation_with_a_body_documents_413_and_no_other_does(api):
-    with_body = set()
-    for path, operations in _schema(api)["paths"].items():
+def _operations(schema: dict):
+    for path, operations in schema["paths"].items():
         for method, operation in operations.items():
-            has_body = "requestBody" in operation
-            assert ("413" in operation["responses"]) == has_body, (method, path)
-            # The monitor probes read no input at all: nothing of theirs can be a 400.
-            assert "400" in operation["responses"] or "/monitor/" in path, (method, path)
-            if has_body:
-                with_body.add((method, path))
+            yield method, path, operation
+
+
+def test_every_operation_documents_the_refusals_before_any_view(api, settings):
+    """413 (body or declared Content-Length over MAX_REQUEST_BODY_BYTES: the request guard
+    answers it on every path), 414 (request line over SERVER_LIMIT_REQUEST_LINE) and 431
+    (header limits), both answered by the HTTP server: on every operation, in the error
+    envelope, with the limits of the running configuration (issue 29: 413 and 414 were
+    undocumented on operations without body, ST103)."""
+    settings.MAX_REQUEST_BODY_BYTES, settings.SERVER_LIMIT_REQUEST_LINE = 1234, 567
+    settings.SERVER_LIMIT_REQUEST_FIELDS, settings.SERVER_LIMIT_REQUEST_FIELD_SIZE = 89, 321
+    operations = list(_operations(_schema(api)))
+    assert len(operations) > 20
+    for method, path, operation in operations:
+        responses = operation["responses"]
+        for status, limits in (("413", ["MAX_REQUEST_BODY_BYTES (1234 bytes)"]),
+                               ("414", ["SERVER_LIMIT_REQUEST_LINE (567 bytes)"]),
+                               ("431", ["SERVER_LIMIT_REQUEST_FIELDS (89)",
+                                        "SERVER_LIMIT_REQUEST_FIELD_SIZE (321 bytes)"])):
+            assert status in responses, (method, path, status)
+            content = responses[status]["content"]["application/json"]["schema"]
+            assert content == {"$ref": "#/components/schemas/ErrorResponse"}, (method, path)
+            assert all(limit in responses[status]["description"] for limit in limits)
+
+
+def test_every_operation_with_a_body_documents_415_and_no_other_does(api):
+    with_body = set()
+    for method, path, operation in _operations(_schema(api)):
+        has_body = "requestBody" in operation
+        assert ("415" in operation["responses"]) == has_body, (method, path)
+        # The monitor probes read no input at all: nothing of theirs can be a 400.
+        assert "400" in operation["responses"] or "/monitor/" in path, (method, path)
+        if has_body:
+            with_body.add((method, path))
     assert {("post", PULL), ("post", CREATE), ("post", QUERY), ("put", MODIFY),
             ("post", MODIFY), ("post", I_CREATE), ("post", I_QUERY)} <= with_body
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", [ECHO, GET_CONFIG, I_REMOVE + "?ids=A|b|1"])
+def test_an_operation_without_body_answers_the_documented_413(api, settings, path):
+    """A request without body that declares a Content-Length over the limit is refused before
+    any view, with the envelope the schema documents for it."""
+    settings.MAX_REQUEST_BODY_BYTES = 100
+    method = "delete" if path.startswith(I_REMOVE) else "get"
+    response = getattr(api, method)(path, CONTENT_LENGTH="101", **SYSOP)
+    assert response.status_code == 413
+    assert response.json()["exceptionType"] == "INVALID_PARAMETER"
+    documented = _schema(api)["paths"][path.split("?")[0]][method]["responses"]
+    assert "413" in documented

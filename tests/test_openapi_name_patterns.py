@@ -11,14 +11,19 @@ from hypothesis import strategies as st
 from config.conventions import names
 from config.conventions.instance_ids import instance_id
 from config.conventions.timestamps import parse_utc
+from config.conventions.uuids import parse_uuid
 from config.conventions.versions import version
 from config.exceptions import InvalidParameter
 from config.name_fields import (
     accepted_instance_id_pattern,
     accepted_instant_pattern,
     accepted_name_pattern,
+    accepted_uuid_pattern,
     accepted_version_pattern,
+    any_case_pattern,
 )
+from orchestration.history import job_filters_parse
+from orchestration.models import OrchestrationJob
 
 NORMALIZERS = {"system": names.system_name, "serviceDefinition": names.service_definition}
 # Letters, digits, every kind of separator and blank, and characters the service refuses.
@@ -156,3 +161,55 @@ def test_what_the_instant_pattern_accepts_the_service_accepts(value) -> None:
         assert parse_utc(value) is not None, repr(value)
     elif "-02-29T" not in value:
         assert parse_utc(value) is None, repr(value)
+
+
+A_UUID = "0b7e4f5e-1c2d-4e3f-8a9b-0c1d2e3f4a5b"
+UUID_ALPHABET = st.sampled_from(list("0af9AF-gG {}\t\x01\x00:\u0663\u3000"))
+
+
+def _uuid_matches(value: str) -> bool:
+    return re.fullmatch(accepted_uuid_pattern(), value) is not None
+
+
+def _uuid_accepted(value: str) -> bool:
+    return "\x00" not in value and parse_uuid(value) is not None
+
+
+@pytest.mark.parametrize("value", [
+    A_UUID, A_UUID.upper(), f" {A_UUID}\t", f"\x01{A_UUID}\x1f", f"\u3000{A_UUID}",
+    "{" + A_UUID + "}", "urn:uuid:" + A_UUID, A_UUID.replace("-", ""), A_UUID[:-1],
+    A_UUID + "0", "1-1-1-1-1", A_UUID.replace("0", "\u0663"), A_UUID.replace("a", "g"), "",
+    " ",
+])
+def test_the_uuid_pattern_matches_exactly_what_the_service_accepts(value) -> None:
+    assert _uuid_matches(value) == _uuid_accepted(value)
+
+
+@settings(max_examples=300, derandomize=True, database=None)
+@given(st.builds(lambda blanks, middle, end: blanks + middle + end,
+                 st.text(st.sampled_from(" \t\x01\u3000"), max_size=2),
+                 st.uuids().map(str) | st.text(UUID_ALPHABET, max_size=40),
+                 st.text(st.sampled_from(" \t\x01\u3000"), max_size=2)))
+def test_the_uuid_pattern_agrees_with_the_service_on_generated_text(value) -> None:
+    assert _uuid_matches(value) == _uuid_accepted(value), repr(value)
+
+
+def _filter_accepted(**filters) -> bool:
+    try:
+        job_filters_parse(**filters)
+    except InvalidParameter:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("value", [
+    "PENDING", "done", " In_Progress\t", "\x01error\x01", "ERRORS", "IN-PROGRESS", "DONE.",
+    "\u3000DONE", "", " ", "pull", "PUSH",
+])
+def test_the_job_status_and_type_patterns_match_exactly_what_the_history_query_accepts(
+        value) -> None:
+    statuses = any_case_pattern(OrchestrationJob.Status.values)
+    types = any_case_pattern(OrchestrationJob.Type.values)
+    assert (re.fullmatch(statuses, value) is not None) == _filter_accepted(statuses=[value])
+    assert (re.fullmatch(types, value) is not None) == _filter_accepted(type=value)
+

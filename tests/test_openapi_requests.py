@@ -10,10 +10,19 @@ import jsonschema
 import pytest
 
 from tests.helpers import SYSOP
+from tests.orchestration.helpers import PULL
 from tests.store.helpers import I_CREATE, I_QUERY, I_REMOVE, I_UPDATE, QUERY
-from tests.subscriptions.helpers import SUBSCRIBE, mqtt_notify
+from tests.subscriptions.helpers import (
+    PUSH_QUERY,
+    PUSH_TRIGGER,
+    SUBSCRIBE,
+    SUBSCRIPTION_QUERY,
+    mqtt_notify,
+)
 
 SCHEMA = "/api/schema/?format=json"
+HISTORY = "/serviceorchestration/orchestration/mgmt/history/query"
+A_UUID = "0b7e4f5e-1c2d-4e3f-8a9b-0c1d2e3f4a5b"
 INSTANCE = {"serviceDefinitionName": "temperatureInfo", "systemName": "TemperatureProvider",
             "interfaces": [{"templateName": "generic_http", "protocol": "http", "policy": "NONE",
                             "properties": {"accessAddresses": ["127.0.0.1"], "accessPort": 8080,
@@ -88,6 +97,37 @@ REFUSED_BODIES = [
     pytest.param("post", SUBSCRIBE, {"notifyInterface": mqtt_notify(),
                                      "targetSystemName": "0" * 70},
                  "naming convention", id="target-system-name-that-is-no-name"),
+    # Issue 29 item 5: ids that are no UUIDs, names in filter lists, enumerations, QoS while it
+    # is disabled, an update's instance id that is no instance id.
+    pytest.param("post", QUERY, {"ids": ["0" * 32]}, "Invalid UUID: " + "0" * 32,
+                 id="rule-id-that-is-no-uuid"),
+    pytest.param("post", HISTORY, {"ids": [A_UUID[:-1]]}, "Invalid UUID id",
+                 id="job-id-that-is-no-uuid"),
+    pytest.param("post", HISTORY, {"subscriptionIds": ["{" + A_UUID + "}"]}, "Invalid UUID id",
+                 id="subscription-id-that-is-no-uuid"),
+    pytest.param("post", PUSH_TRIGGER, {"subscriptionIds": ["urn:uuid:" + A_UUID]},
+                 "Invalid UUID id", id="trigger-subscription-id-that-is-no-uuid"),
+    pytest.param("post", HISTORY, {"requesterSystems": ["0abc"]}, "naming convention",
+                 id="requester-system-that-is-no-name"),
+    pytest.param("post", PUSH_QUERY, {"targetSystems": ["a.b"]}, "naming convention",
+                 id="push-target-system-that-is-no-name"),
+    pytest.param("post", SUBSCRIPTION_QUERY, {"ownerSystems": ["a" * 64]}, "naming convention",
+                 id="owner-system-that-is-no-name"),
+    pytest.param("post", HISTORY, {"statuses": ["FINISHED"]}, "Invalid status: FINISHED",
+                 id="job-status-that-is-none"),
+    pytest.param("post", HISTORY, {"type": " "}, "Invalid type: ", id="blank-job-type"),
+    pytest.param("post", SUBSCRIBE, {"notifyInterface": mqtt_notify(),
+                                     "targetSystemName": "\x12\n"},
+                 "naming convention: null", id="target-blank-only-to-java"),
+    pytest.param("post", PULL, {"qosRequirements": {"maxLatencyMs": 5}},
+                 "QoS support is disabled", id="qos-while-disabled"),
+    pytest.param("post", SUBSCRIBE, {"notifyInterface": {**mqtt_notify(), "protocol": "XMPP"}},
+                 "Unsupported notify protocol: XMPP", id="notify-protocol-that-is-none"),
+    pytest.param("post", SUBSCRIBE, {"notifyInterface": {**mqtt_notify(), "protocol": "\u3000"}},
+                 "Notify protocol is missing", id="blank-notify-protocol"),
+    pytest.param("put", I_UPDATE, {"instances": [{"instanceId": "0", "interfaces":
+                                                  INSTANCE["interfaces"]}]},
+                 "does not match the naming convention: 0", id="update-with-no-instance-id"),
 ]
 
 
@@ -120,6 +160,12 @@ def test_instance_remove_without_ids_is_outside_the_schema(api, schema, ids) -> 
     ("post", QUERY, {"pagination": {"page": None, "size": None, "sortField": "priority"}}),
     ("post", I_QUERY, {"pagination": {}, "instanceIds": ["\u3000A|b|1"]}),
     ("post", SUBSCRIBE, {"notifyInterface": mqtt_notify(), "targetSystemName": " "}),
+    ("post", QUERY, {"ids": [f" {A_UUID.upper()}\t"]}),
+    ("post", HISTORY, {"ids": [A_UUID], "subscriptionIds": [A_UUID], "statuses": [" done\t"],
+                       "type": "push", "requesterSystems": ["temperature-consumer"]}),
+    ("post", PUSH_TRIGGER, {"subscriptionIds": [A_UUID]}),
+    ("post", PULL, {"qosRequirements": {}}),
+    ("post", SUBSCRIBE, {"notifyInterface": {**mqtt_notify(), "protocol": "\u3000mqtt "}}),
 ])
 def test_what_the_schema_now_refuses_excludes_nothing_the_service_accepts(api, schema, method,
                                                                         path, body) -> None:
@@ -128,3 +174,29 @@ def test_what_the_schema_now_refuses_excludes_nothing_the_service_accepts(api, s
     response = getattr(api, method)(path, body, format="json", **SYSOP)
     assert 200 <= response.status_code < 300, response.json()
     assert _accepts(schema, _body_schema(schema, method, path), body)
+
+
+QOS_REQUIREMENTS = [({"maxLatencyMs": 5}, True), ({"maxLatencyMs": " 007\u3000"}, True),
+                    ({"maxLatencyMs": 10 ** 18 - 1}, True), ({"maxLatencyMs": 10 ** 18}, False),
+                    ({"maxLatencyMs": 0}, False), ({"maxLatencyMs": "0" * 18}, False),
+                    ({"maxLatencyMs": "1" * 19}, False), ({"maxLatencyMs": "-1"}, False),
+                    ({"maxLatencyMs": "\u0663"}, False), ({"maxLatencyMs": True}, False),
+                    ({"minLatencyMs": 5}, False), ({}, True)]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("requirements, accepted", QOS_REQUIREMENTS)
+def test_the_schema_of_qos_requirements_follows_qos_enabled(api, settings, requirements,
+                                                            accepted) -> None:
+    """Generated at each request from QOS_ENABLED: with QoS on, exactly the latencies the
+    service takes; with QoS off, no requirement at all (the campaign's "QoS disabled" 400s)."""
+    settings.QOS_ENABLED = True
+    schema = api.get(SCHEMA).json()
+    response = api.post(PULL, {"qosRequirements": requirements}, format="json", **SYSOP)
+    assert (response.status_code == 200) == accepted, response.json()
+    assert _accepts(schema, _body_schema(schema, "post", PULL), {"qosRequirements":
+                                                                  requirements}) == accepted
+    settings.QOS_ENABLED = False
+    schema = api.get(SCHEMA).json()
+    assert _accepts(schema, _body_schema(schema, "post", PULL),
+                    {"qosRequirements": requirements}) == (requirements == {})

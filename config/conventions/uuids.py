@@ -7,9 +7,10 @@ import uuid
 from config.conventions.names import java_trim
 from config.exceptions import InvalidParameter
 
-_CANONICAL = re.compile(
-    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-)
+# The accepted form, as a regular expression that Python and ECMA read alike: the OpenAPI
+# schema documents it (config.name_fields) from this one definition.
+CANONICAL_UUID = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_CANONICAL = re.compile(CANONICAL_UUID)
 
 
 def parse_uuid(value: object) -> uuid.UUID | None:

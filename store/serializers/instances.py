@@ -4,10 +4,12 @@ from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from config.fields import (
+    PYTHON_BLANKS,
     BoundedJSONField,
     BoundedListField,
     StrictCharField,
     bulk_list,
+    documented,
     not_blank_text,
 )
 from config.name_fields import (
@@ -16,9 +18,10 @@ from config.name_fields import (
     ServiceDefinitionField,
     SystemNameField,
     VersionField,
+    any_case_pattern,
 )
-from config.schema import required_not_null
-from store.interfaces import POLICIES, InterfaceDraft
+from config.schema import BLANK_REFUSED, required_not_null
+from store.interfaces import MAX_PROTOCOL_LENGTH, POLICIES, InterfaceDraft
 from store.services.instances import InstanceDraft, InstanceUpdateDraft
 
 
@@ -46,14 +49,29 @@ class ServiceInstanceListSerializer(serializers.Serializer):
     count = serializers.IntegerField()
 
 
+# An instance's metadata is a JSON object (store.interfaces.metadata_validate).
+MetadataField = documented(BoundedJSONField, {"type": "object", "additionalProperties": {}})
+# At most MAX_PROTOCOL_LENGTH characters once trimmed (store.interfaces), blank: the template's.
+_NOT_BLANK = f"[^\\x00{PYTHON_BLANKS}]"
+InterfaceProtocolField = documented(StrictCharField, {
+    "type": "string", "nullable": True, BLANK_REFUSED: True,
+    "pattern": f"^[{PYTHON_BLANKS}]*(?:{_NOT_BLANK}(?:[^\\x00]{{0,{MAX_PROTOCOL_LENGTH - 2}}}"
+               f"{_NOT_BLANK})?)?[{PYTHON_BLANKS}]*$",
+    "description": "Blank or null: the template's protocol."})
+# Trimmed and upper-cased by store.interfaces._policy.
+PolicyField = documented(StrictCharField, {
+    "type": "string", "pattern": any_case_pattern(sorted(POLICIES), blank=f"[{PYTHON_BLANKS}]"),
+    BLANK_REFUSED: True})
+
+
 @extend_schema_serializer(extensions=required_not_null("templateName", "policy", "properties"))
 class InterfaceInputSerializer(serializers.Serializer):
     """Types only; values are checked by store.interfaces (`protocol` defaults from the
     template)."""
 
-    templateName = StrictCharField(required=False, allow_null=True)
-    protocol = StrictCharField(required=False, allow_null=True)
-    policy = StrictCharField(required=False, allow_null=True)
+    templateName = not_blank_text()
+    protocol = InterfaceProtocolField(required=False, allow_null=True)
+    policy = PolicyField(required=False, allow_null=True)
     properties = BoundedJSONField(required=False, allow_null=True)
 
 
@@ -69,7 +87,7 @@ class InstanceInputSerializer(serializers.Serializer):
     serviceDefinitionName = StrictCharField(required=False, allow_null=True)
     version = StrictCharField(required=False, allow_null=True)
     expiresAt = StrictCharField(required=False, allow_null=True)
-    metadata = BoundedJSONField(required=False, allow_null=True)
+    metadata = MetadataField(required=False, allow_null=True)
     interfaces = _interface_list()
 
 
@@ -82,7 +100,7 @@ class InstanceCreateSerializer(serializers.Serializer):
 class InstanceUpdateInputSerializer(serializers.Serializer):
     instanceId = not_blank_text()
     expiresAt = StrictCharField(required=False, allow_null=True)
-    metadata = BoundedJSONField(required=False, allow_null=True)
+    metadata = MetadataField(required=False, allow_null=True)
     interfaces = _interface_list()
 
 
