@@ -174,6 +174,10 @@ def _server_limit_meanings() -> dict[str, str]:
                f"({settings.SERVER_LIMIT_REQUEST_FIELDS}) or one longer than "
                f"SERVER_LIMIT_REQUEST_FIELD_SIZE ({settings.SERVER_LIMIT_REQUEST_FIELD_SIZE} "
                f"bytes); answered by the HTTP server, `origin` `HTTP` (INVALID_PARAMETER)",
+        "503": f"The process holds REQUEST_BODY_BUDGET_BYTES "
+               f"({settings.REQUEST_BODY_BUDGET_BYTES} bytes) of request bodies already, "
+               f"refused with `Retry-After` before the body is read (config.body_budget), or "
+               f"the database is unavailable; retry (EXTERNAL_SERVER_ERROR)",
     }
 
 
@@ -183,15 +187,17 @@ ERROR_RESPONSE_REF = "#/components/schemas/ErrorResponse"
 def postprocess_server_limits(result: dict, generator, request, public) -> dict:
     """drf-spectacular hook: every operation documents the refusals that the HTTP server
     (config.workers) and the request guard (config.request_guard) make before any view, whatever
-    the operation: 413, 414 and 431, in the error envelope. One place, so that no operation
-    can lack them."""
+    the operation: 413, 414 and 431, and 503 (the body budget, the database away), in the error
+    envelope; an operation's own meaning of a status is kept in front. One place, so that no
+    operation can lack them."""
     meanings = _server_limit_meanings()
     for operations in result.get("paths", {}).values():
         for operation in operations.values():
             responses = operation.setdefault("responses", {})
             for status, meaning in meanings.items():
+                own = responses.get(status, {}).get("description")
                 responses[status] = {
                     "content": {"application/json": {"schema": {"$ref": ERROR_RESPONSE_REF}}},
-                    "description": meaning}
+                    "description": f"{own}; or: {meaning}" if own else meaning}
             operation["responses"] = dict(sorted(responses.items()))
     return result

@@ -69,6 +69,10 @@ _SUBSCRIPTION = (*_FLAGS,
     r"Notify port (is not a number|is out of the valid range)",
     r"Unsupported notify HTTP method: .*",
     r"Notify property (address|path|topic)\b.*",
+    # Where an HTTP notify address may point depends on configuration
+    # (NOTIFY_HTTP_ALLOWED_NETWORKS, the service's own addresses) and on name resolution
+    # (notifications.address_policy).
+    r"Notify address .*",
 )
 _INSTANCES = (
     *_TEMPLATE_NAMES,
