@@ -90,7 +90,7 @@ bench: $(VENV)/.installed-test
 	$(PY) bench/broker_restart.py
 
 # Mutation check (docs/testing.md): mutants of the core modules against their fast tests, in
-# copies of the tree under /tmp; `make mutation MODULE=orchestration/matching.py` for one.
+# copies of the tree under /tmp; `make mutation MODULE=orchestration/pull/matching.py` for one.
 mutation: $(VENV)/.installed-test
 	$(PY) bench/mutation_check.py $(if $(MODULE),--module $(MODULE)) $(MUTATION_ARGS)
 

@@ -35,8 +35,8 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 
-from config.conventions.pagination import parse_pagination  # noqa: E402
-from orchestration.history import (  # noqa: E402
+from conventions.pagination import parse_pagination  # noqa: E402
+from orchestration.history.selectors import (  # noqa: E402
     DEFAULT_DIRECTION,
     DEFAULT_SORT_FIELD,
     SORT_COLUMNS,
@@ -190,8 +190,8 @@ def explain(body: dict) -> None:
     page = parse_pagination(body.pop("pagination", None), sort_fields=list(SORT_COLUMNS),
                             default_sort_field=DEFAULT_SORT_FIELD,
                             default_direction=DEFAULT_DIRECTION)
-    from config.conventions.pagination import order
-    from orchestration.history import _filtered
+    from conventions.pagination import order
+    from orchestration.history.selectors import _filtered
     jobs = _filtered(job_filters_parse(**body))
     ordered = order(jobs, page, columns=SORT_COLUMNS, tie_breaker="id")
     print(ordered[page.offset:page.offset + page.size].explain(analyze=True))

@@ -34,7 +34,7 @@ MODULES: dict[str, list[str]] = {
         "tests/store/test_metadata_requirements.py",
         "tests/store/test_metadata_requirements_mutants.py",
     ],
-    "orchestration/matching.py": [
+    "orchestration/pull/matching.py": [
         "tests/orchestration/test_matching.py",
         "tests/orchestration/test_pull_catalog_api.py",
         "tests/orchestration/test_pull_rules_api.py",
@@ -48,7 +48,7 @@ MODULES: dict[str, list[str]] = {
         "tests/store/test_rule_edges_api.py",
         "tests/store/test_rule_services_mutants.py",
     ],
-    "orchestration/pull.py": [
+    "orchestration/pull/services.py": [
         "tests/orchestration/test_pull_catalog_api.py",
         "tests/orchestration/test_pull_rules_api.py",
         "tests/orchestration/test_pull_java_api.py",

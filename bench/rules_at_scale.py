@@ -27,7 +27,7 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
-from config.conventions.pagination import parse_pagination  # noqa: E402
+from conventions.pagination import parse_pagination  # noqa: E402
 from store.models import Rule  # noqa: E402
 from store.selectors.rules import (  # noqa: E402
     DEFAULT_SORT_FIELD,

@@ -35,6 +35,6 @@ def _snapshot_load(**kwargs) -> None:  # noqa: ANN003 - Celery's signature
     in the background when the child starts, as a web worker does (config/gunicorn.py), so
     that the first change does not find it still unloaded (then its previews read the
     database, several times slower)."""
-    from orchestration.snapshot import snapshot_start
+    from orchestration.snapshot.state import snapshot_start
 
     snapshot_start()

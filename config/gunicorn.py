@@ -24,7 +24,7 @@ if settings.LOG_FORMAT == "json":  # gunicorn's own lines (start, workers, acces
     logconfig_dict = {
         "version": 1,
         "disable_existing_loggers": False,
-        "formatters": {"json": {"()": "config.log_records.JsonFormatter"}},
+        "formatters": {"json": {"()": "observability.log_records.JsonFormatter"}},
         "handlers": {
             "error_console": {"class": "logging.StreamHandler", "formatter": "json",
                               "stream": "ext://sys.stderr"},
@@ -57,7 +57,7 @@ def on_starting(server) -> None:
     """In the master, before it binds anything: the TLS files must be readable; the identity
     policy must fit the addresses it will listen on, `--bind` included (identity/exposure.py),
     and is named in the log; the metrics of the previous run's processes go
-    (config/metrics_files.py)."""
+    (observability/metrics_files.py)."""
     from identity.exposure import declared_refusal, policy_record
 
     for name in ("TLS_CERT_FILE", "TLS_KEY_FILE", "TLS_CA_FILE"):
@@ -74,7 +74,7 @@ def on_starting(server) -> None:
         level, line = policy_record(shown, host)
         server.log.log(level, line)
     if settings.METRICS_DIR:
-        from config.metrics_files import metrics_files_prune
+        from observability.metrics_files import metrics_files_prune
 
         metrics_files_prune(settings.METRICS_DIR)
 
@@ -91,9 +91,9 @@ def _listening(address: tuple[str, int] | str | int) -> tuple[str, str]:
 
 
 def child_exit(server, worker) -> None:
-    """In the master, after a worker exited (config/metrics_files.py)."""
+    """In the master, after a worker exited (observability/metrics_files.py)."""
     if settings.METRICS_DIR:
-        from config.metrics_files import metrics_process_dead
+        from observability.metrics_files import metrics_process_dead
 
         metrics_process_dead(settings.METRICS_DIR, worker.pid)
 
@@ -101,9 +101,9 @@ def child_exit(server, worker) -> None:
 def post_worker_init(worker) -> None:
     """Without a Celery broker (`make run` defaults) nothing else runs the periodic tasks
     (expiry, notification retries): run them in a thread of each web worker. Each worker loads
-    its pull snapshot in the background (orchestration/snapshot.py)."""
+    its pull snapshot in the background (orchestration/snapshot/state.py)."""
     from config.scheduler import start_in_process_scheduler
-    from orchestration.snapshot import snapshot_start
+    from orchestration.snapshot.state import snapshot_start
 
     start_in_process_scheduler()
     snapshot_start()
@@ -111,8 +111,8 @@ def post_worker_init(worker) -> None:
 
 def worker_exit(server, worker) -> None:
     """A worker stopping gracefully writes the pull jobs it has not written yet
-    (orchestration/job_writer.py)."""
-    from orchestration.job_writer import job_writer_flush
+    (orchestration/history/job_writer.py)."""
+    from orchestration.history.job_writer import job_writer_flush
 
     job_writer_flush()
 

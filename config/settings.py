@@ -60,7 +60,7 @@ def env_positive_seconds(name: str, default: float) -> float:
     return value
 
 
-# --- Django core --------------------------------------------------------------------------
+# --- Django core
 SECRET_KEY = env.str("SECRET_KEY", default="insecure-local-default-change-me-in-production")
 DEBUG = env.bool("DEBUG", default=False)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"])
@@ -87,9 +87,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "config.metrics_middleware.RequestMetricsMiddleware",  # first: times the whole request
-    "config.request_id.RequestIdMiddleware",
-    "config.request_guard.RequestGuardMiddleware",  # body size, NUL in URL and headers
+    "observability.metrics_middleware.RequestMetricsMiddleware",  # first: times the whole request
+    "api.request_id.RequestIdMiddleware",
+    "api.request_guard.RequestGuardMiddleware",  # body size, NUL in URL and headers
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -139,18 +139,18 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 # A kept connection is checked before a request or task first uses it: after a database
 # restart, each would otherwise fail the first request it serves. On PostgreSQL the check
-# asks the socket, not the server (config/postgresql/base.py).
+# asks the socket, not the server (database/postgresql/base.py).
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # A PostgreSQL server that does not answer fails a connection attempt after this long instead
 # of holding the request (or the health probe) that needed it.
 DATABASE_CONNECT_TIMEOUT_SECONDS = env_positive_int("DATABASE_CONNECT_TIMEOUT_SECONDS", 10)
 if DATABASES["default"]["ENGINE"].endswith("postgresql"):
-    DATABASES["default"]["ENGINE"] = "config.postgresql"
+    DATABASES["default"]["ENGINE"] = "database.postgresql"
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
         "connect_timeout", DATABASE_CONNECT_TIMEOUT_SECONDS)
 # A write transaction aborted for a concurrent one (deadlock, serialization failure, SQLite
 # busy) runs again this many times, after a jittered backoff starting at this many seconds
-# (doubling); a conflict that remains is a 423 LOCKED (config.transaction_retry).
+# (doubling); a conflict that remains is a 423 LOCKED (database.transaction_retry).
 DATABASE_CONFLICT_RETRIES = env.int("DATABASE_CONFLICT_RETRIES", default=5)
 DATABASE_CONFLICT_BACKOFF_SECONDS = env.float("DATABASE_CONFLICT_BACKOFF_SECONDS", default=0.05)
 if DATABASE_CONFLICT_RETRIES < 0 or DATABASE_CONFLICT_BACKOFF_SECONDS < 0:
@@ -172,7 +172,7 @@ STATIC_ROOT = env.str("STATIC_ROOT", default=str(VAR_DIR / "static"))
 # unless a front proxy does it. See docs/operations.md.
 SERVE_STATIC = env.bool("SERVE_STATIC", default=True)
 
-# --- Arrowhead service ----------------------------------------------------------------------
+# --- Arrowhead service
 SYSTEM_NAME = env.str("SYSTEM_NAME", default="SimpleStoreServiceOrchestration")
 HOST = env.str("HOST", default="127.0.0.1")
 PORT = env.int("PORT", default=8465)
@@ -218,7 +218,7 @@ if bool(TLS_CERT_FILE) != bool(TLS_KEY_FILE):
 if AUTHENTICATION_POLICY == "certificate" and not (TLS_CERT_FILE and TLS_CA_FILE):
     raise ImproperlyConfigured("AUTHENTICATION_POLICY=certificate needs TLS_CERT_FILE, "
                                "TLS_KEY_FILE and TLS_CA_FILE (clients present certificates)")
-# --- Production safety (issue 29, item 3; docs/identity.md, docs/operations.md) -------------
+# --- Production safety (issue 29, item 3; docs/identity.md, docs/operations.md)
 # The web process and the MQTT interface refuse the declared policy on a non-loopback address
 # unless this says only trusted systems reach it (identity/exposure.py). Unsafe.
 IDENTITY_DECLARED_ON_NETWORK = env.bool("IDENTITY_DECLARED_ON_NETWORK", default=False)
@@ -235,7 +235,7 @@ if HTTPS_ONLY:
     SECURE_HSTS_SECONDS = 365 * 24 * 3600
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SILENCED_SYSTEM_CHECKS += ["security.W008", "security.W021"]
-# --- end of Production safety -----------------------------------------------------------------
+# --- end of Production safety
 # authorization: ConsumerAuthorization decides for the systems that are neither operators nor
 # whitelisted (docs/identity.md).
 MANAGEMENT_POLICIES = ("sysop-only", "whitelist", "permission", "authorization")
@@ -254,11 +254,11 @@ MAX_JSON_DEPTH = env_positive_int("MAX_JSON_DEPTH", 10)
 MAX_PULL_OPERATIONS = env_positive_int("MAX_PULL_OPERATIONS", 20)
 # Every subscription of a system is re-evaluated whenever its rules or instances change.
 MAX_SUBSCRIPTIONS_PER_SYSTEM = env_positive_int("MAX_SUBSCRIPTIONS_PER_SYSTEM", 100)
-# Largest request body (413 above it, checked before reading; config.request_guard). 2 MiB
+# Largest request body (413 above it, checked before reading; api.request_guard). 2 MiB
 # holds a create of MAX_BULK_SIZE instances of about 2 KB each (docs/decisions.md).
 MAX_REQUEST_BODY_BYTES = env_positive_int("MAX_REQUEST_BODY_BYTES", 2 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES  # Django's own check (admin forms) agrees
-# Request body bytes one web process holds in flight (config.body_budget): past it a new body is
+# Request body bytes one web process holds in flight (api.body_budget): past it a new body is
 # answered 503 before it is read. 32 MiB is 16 bodies of the largest size at once per process,
 # 128 MiB over the default 4 processes (docs/limits.md).
 REQUEST_BODY_BUDGET_BYTES = env_positive_int("REQUEST_BODY_BUDGET_BYTES", 32 * 1024 * 1024)
@@ -273,7 +273,7 @@ TOKEN_TTL_SECONDS = env_positive_int("TOKEN_TTL_SECONDS", 60)
 TOKEN_USAGE_LIMIT = env_positive_int("TOKEN_USAGE_LIMIT", 10)
 IDENTITY_TOKEN_TTL_SECONDS = env_positive_int("IDENTITY_TOKEN_TTL_SECONDS", 365 * 24 * 3600)
 
-# --- ServiceRegistry (docs/local-cloud.md) ----------------------------------------------------
+# --- ServiceRegistry (docs/local-cloud.md)
 # Empty: standalone, no ServiceRegistry traffic at all. Otherwise the gunicorn master registers
 # this system and its services there at start-up and revokes them on a graceful shutdown.
 SERVICE_REGISTRY_URL = env_origin("SERVICE_REGISTRY_URL")
@@ -310,9 +310,9 @@ SERVICE_REGISTRY_REVOKE_SECONDS = env_positive_seconds("SERVICE_REGISTRY_REVOKE_
 # With SERVICE_REGISTRY_URL, the instances behind live subscriptions are looked up this often
 # and their changes pushed (the ServiceRegistry has no change events).
 SERVICE_REGISTRY_POLL_SECONDS = env_positive_int("SERVICE_REGISTRY_POLL_SECONDS", 30)
-# --- end of ServiceRegistry ---------------------------------------------------------------------
+# --- end of ServiceRegistry
 
-# --- ConsumerAuthorization and Blacklist (docs/local-cloud.md "Other systems") ----------------
+# --- ConsumerAuthorization and Blacklist (docs/local-cloud.md "Other systems")
 # Each is found through the ServiceRegistry unless its URL (scheme://host:port) is set.
 CONSUMER_AUTHORIZATION_URL = env_origin("CONSUMER_AUTHORIZATION_URL")
 BLACKLIST_URL = env_origin("BLACKLIST_URL")
@@ -339,7 +339,7 @@ if (MANAGEMENT_POLICY == "authorization" or AUTHORIZATION_TOKENS == "consumer-au
 if BLACKLIST_FILTER and not (BLACKLIST_URL or SERVICE_REGISTRY_URL):
     raise ImproperlyConfigured("BLACKLIST_FILTER needs BLACKLIST_URL or SERVICE_REGISTRY_URL")
 
-# --- Celery (CELERY_BROKER_URL unset: tasks run in-process) ---------------------------------
+# --- Celery (CELERY_BROKER_URL unset: tasks run in-process)
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or "memory://"
 CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL == "memory://"
 CELERY_TASK_EAGER_PROPAGATES = True
@@ -387,7 +387,7 @@ if SERVICE_REGISTRY_URL:  # docs/local-cloud.md "Polling"
         "schedule": float(SERVICE_REGISTRY_POLL_SECONDS),
     }
 
-# --- History ---------------------------------------------------------------------------------
+# --- History
 # DONE and ERROR jobs finished longer ago than this are deleted by beat, in batches
 # (docs/history.md); 0 keeps them forever.
 HISTORY_MAX_AGE_DAYS = env.int("HISTORY_MAX_AGE_DAYS", default=15)
@@ -405,7 +405,7 @@ CELERY_BEAT_SCHEDULE["compact-job-counts"] = {
     "schedule": 30.0,
 }
 
-# --- Pull snapshot (orchestration/snapshot.py, docs/performance.md) ------------------------------
+# --- Pull snapshot (orchestration/snapshot/state.py, docs/performance.md)
 # Each web process keeps every rule, instance and reservation in memory and answers pulls from
 # it, refreshed from a change feed the database triggers write; above PULL_SNAPSHOT_MAX_RULES
 # rules (about 150 bytes each per process) pulls query the database.
@@ -416,7 +416,7 @@ CELERY_BEAT_SCHEDULE["prune-snapshot-changes"] = {
     "schedule": 60.0,
 }
 
-# --- MQTT (notification delivery) ----------------------------------------------------------
+# --- MQTT (notification delivery)
 MQTT_BROKER_URL = env.str("MQTT_BROKER_URL", default="mqtt://127.0.0.1:1883")
 # The MQTT interface (issue 16): every operation also served over the broker.
 MQTT_API_ENABLED = env.bool("MQTT_API_ENABLED", default=False)
@@ -438,11 +438,11 @@ if MQTT_SYSTEM_TOPIC_ROOT and (not MQTT_SYSTEM_TOPIC_ROOT.endswith("/") or any(
 # Threads of an MQTT interface process answering requests, and requests it lets wait.
 MQTT_API_THREADS = env_positive_int("MQTT_API_THREADS", 4)
 MQTT_API_QUEUE = env_positive_int("MQTT_API_QUEUE", 1000)
-# Request bytes an MQTT interface process holds waiting or being answered (config.body_budget);
+# Request bytes an MQTT interface process holds waiting or being answered (api.body_budget);
 # past it a request is answered 503 at once. At least the largest request (mqtt_api.server).
 MQTT_API_BUDGET_BYTES = env_positive_int("MQTT_API_BUDGET_BYTES", 32 * 1024 * 1024)
 
-# --- Metrics (issue 17; docs/metrics.md) ------------------------------------------------------
+# --- Metrics (issue 17; docs/metrics.md)
 # GET /metrics in the Prometheus formats; off: the path answers as any unknown path. With
 # METRICS_TOKEN set a scrape must send `Authorization: Bearer <METRICS_TOKEN>`.
 METRICS_ENABLED = env.bool("METRICS_ENABLED", default=False)
@@ -457,16 +457,16 @@ if METRICS_ENABLED:
     Path(METRICS_DIR).mkdir(parents=True, exist_ok=True)
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = METRICS_DIR
 
-# --- REST framework and OpenAPI -------------------------------------------------------------
+# --- REST framework and OpenAPI
 REST_FRAMEWORK = {
-    "DEFAULT_RENDERER_CLASSES": ["config.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["config.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["api.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.JSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": ["identity.authentication.ArrowheadAuthentication"],
     # The Blacklist filter comes before every other permission, as in the reference's filter
     # chain (order 20, before the management filter): a blacklisted system learns nothing else.
     "DEFAULT_PERMISSION_CLASSES": ["identity.blacklist.BlacklistPermission",
                                    "identity.permissions.ManagementPermission"],
-    "EXCEPTION_HANDLER": "config.errors.exception_handler",
+    "EXCEPTION_HANDLER": "api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
     "UNAUTHENTICATED_USER": None,
@@ -486,30 +486,30 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "config.schema.postprocess_bodies",
-        "config.name_fields.postprocess_request_names",
-        "config.schema.postprocess_server_limits",
+        "api.schema.postprocess_bodies",
+        "api.name_fields.postprocess_request_names",
+        "api.schema.postprocess_server_limits",
     ],
 }
 
-# --- Readiness: monitor/health waits this long for each dependency (config/health.py) -------
+# --- Readiness: monitor/health waits this long for each dependency (observability/health.py)
 HEALTH_TIMEOUT_SECONDS = env_positive_seconds("HEALTH_TIMEOUT_SECONDS", 3)
 
-# --- Logging: every line carries the request id ---------------------------------------------
+# --- Logging: every line carries the request id
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO").upper()
 # plain: `time level [request id] logger: message` lines; json: one JSON object per line
-# (config.log_records.JsonFormatter), for every process (gunicorn's own lines too).
+# (observability.log_records.JsonFormatter), for every process (gunicorn's own lines too).
 LOG_FORMAT = env.str("LOG_FORMAT", default="plain").strip().lower()
 if LOG_FORMAT not in ("plain", "json"):
     raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r} is not one of plain, json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "config.request_id.RequestIdLogFilter"},
-                "routine_tasks": {"()": "config.log_records.RoutineTaskFilter"}},
+    "filters": {"request_id": {"()": "api.request_id.RequestIdLogFilter"},
+                "routine_tasks": {"()": "observability.log_records.RoutineTaskFilter"}},
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s [%(request_id)s] %(name)s: %(message)s"},
-        "json": {"()": "config.log_records.JsonFormatter"},
+        "json": {"()": "observability.log_records.JsonFormatter"},
     },
     "handlers": {
         "console": {
@@ -522,7 +522,7 @@ LOGGING = {
     "loggers": {
         # Our own handler logs 500s once, with the request id; Django would log them again.
         "django.request": {"level": "ERROR", "handlers": [], "propagate": False},
-        # Periodic tasks' "received"/"succeeded" lines are DEBUG (config.log_records).
+        # Periodic tasks' "received"/"succeeded" lines are DEBUG (observability.log_records).
         "celery.app.trace": {"filters": ["routine_tasks"]},
         "celery.worker.strategy": {"filters": ["routine_tasks"]},
     },
@@ -531,7 +531,7 @@ LOGGING = {
 # database handler) instead of replacing the root logger's handlers with their own.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
-# --- General management: logs in the database, their retention -----------------------------
+# --- General management: logs in the database, their retention
 # Records at LOG_DB_LEVEL and above (and at LOG_LEVEL, which passes them on) are also stored
 # for the logs query, by a handler that never blocks the code that logs (general.log_handler).
 # OFF stores nothing. They are kept LOG_DB_MAX_AGE_DAYS days (0: forever).
@@ -551,9 +551,9 @@ if LOG_DB_LEVEL != "OFF":
     }
     LOGGING["root"]["handlers"].append("database")
 CELERY_BEAT_SCHEDULE["remove-old-logs"] = {"task": "general.remove_old_logs", "schedule": 3600.0}
-# --- end of General management ----------------------------------------------------------------
+# --- end of General management
 
-# --- Notifications --------------------------------------------------------------------------
+# --- Notifications
 # Push delivery of subscription results (notifications app); see the README.
 MQTT_QOS = env.int("MQTT_QOS", default=1)
 if MQTT_QOS not in (0, 1, 2):
@@ -610,9 +610,9 @@ CELERY_BEAT_SCHEDULE["remove-old-deliveries"] = {
     "task": "notifications.remove_old_deliveries",
     "schedule": 300.0,
 }
-# --- end of Notifications -------------------------------------------------------------------
+# --- end of Notifications
 
-# --- Push management ---------------------------------------------------------------------------
+# --- Push management
 # A job queued by push management's trigger that has been PENDING (its task lost: broker down,
 # worker died) or IN_PROGRESS (its worker stopped) this long is stale: trigger does not reuse
 # it, the sweep enqueues a PENDING one again and gives an IN_PROGRESS one up (ERROR).
@@ -627,4 +627,4 @@ CELERY_BEAT_SCHEDULE["sweep-push-jobs"] = {
     "task": "subscriptions.sweep_push_jobs",
     "schedule": float(PUSH_JOB_SWEEP_INTERVAL_SECONDS),
 }
-# --- end of Push management --------------------------------------------------------------------
+# --- end of Push management

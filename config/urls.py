@@ -5,8 +5,8 @@ from django.views.generic import RedirectView
 from django.views.static import serve
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from config.metrics_endpoint import metrics
-from config.views import EchoApi, HealthApi, NotFoundApi
+from api.views import EchoApi, HealthApi, NotFoundApi
+from observability.metrics_endpoint import metrics
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/api/docs/", permanent=False)),
@@ -17,10 +17,10 @@ urlpatterns = [
     path("serviceorchestration/monitor/health", HealthApi.as_view()),
     # Pull first: Django tries the patterns in order, and every include that fails to match
     # costs its patterns' bookkeeping; pull is the hot path (docs/performance.md).
-    path("serviceorchestration/orchestration/", include("orchestration.urls")),
+    path("serviceorchestration/orchestration/", include("orchestration.pull.urls")),
     path("serviceorchestration/orchestration/", include("store.urls")),
     path("serviceorchestration/orchestration/", include("subscriptions.urls")),
-    path("serviceorchestration/authorization-token/", include("orchestration.token_urls")),
+    path("serviceorchestration/authorization-token/", include("orchestration.tokens.urls")),
     path("serviceorchestration/general/", include("general.urls")),
     path("metrics", metrics),  # Prometheus; off unless METRICS_ENABLED (docs/metrics.md)
 ]
@@ -33,7 +33,7 @@ if settings.SERVE_STATIC:
 # Last: every other path answers with the error envelope (401 without identity, else 404).
 urlpatterns.append(re_path(r"^.*$", NotFoundApi.as_view()))
 
-handler400 = "config.errors.bad_request"
-handler403 = "config.errors.permission_denied"
-handler404 = "config.views.not_found"
-handler500 = "config.errors.server_error"
+handler400 = "api.errors.bad_request"
+handler403 = "api.errors.permission_denied"
+handler404 = "api.views.not_found"
+handler500 = "api.errors.server_error"

@@ -11,10 +11,10 @@ requests served by a pool of threads; docs/performance.md says why) with these a
   are the head (up to GATHER_LIMIT) and a body up to MAX_REQUEST_BODY_BYTES, of declared length
   or chunked (raw, the end found by following the chunk sizes; gunicorn de-chunks it later).
   Only complete requests occupy a thread, and those a thread must read: a head over
-  GATHER_LIMIT, a body over the limit (refused 413 by config.request_guard from its
+  GATHER_LIMIT, a body over the limit (refused 413 by api.request_guard from its
   Content-Length, or after one byte past the limit when chunked), a body sent after
   "100 Continue". Requests pipelined behind one another are served from what was read.
-- A budget for bodies in flight (config.body_budget). A body's declared length is reserved out of
+- A budget for bodies in flight (api.body_budget). A body's declared length is reserved out of
   REQUEST_BODY_BUDGET_BYTES before it is gathered or read (a chunked body's bytes as they
   arrive) and given back when its request ends, however it ends; a body that does not fit is
   answered 503 with Retry-After at once, unread. Memory: at most SERVER_MAX_CONNECTIONS x
@@ -51,11 +51,14 @@ from gunicorn.http.wsgi import Response, default_environ
 from gunicorn.util import write_nonblock
 from gunicorn.workers.gthread import _DEFER, TConn, ThreadWorker
 
-from config.body_budget import RETRY_AFTER_SECONDS, BodyBudget, busy_message
-from config.exceptions import (ArrowheadError, ExternalServerError, InternalServerError,
-                               InvalidParameter)
-
-CLIENT_CERT_ENVIRON_KEY = "arrowhead.client_certificate"
+from api.body_budget import RETRY_AFTER_SECONDS, BodyBudget, busy_message
+from conventions.exceptions import (
+    ArrowheadError,
+    ExternalServerError,
+    InternalServerError,
+    InvalidParameter,
+)
+from identity.certificates import CLIENT_CERT_ENVIRON_KEY
 
 # A plain-HTTP request head is gathered from the poller up to this many bytes; a longer one is
 # read by a thread, under the header deadline (gunicorn refuses it as too large anyway).
@@ -257,7 +260,7 @@ class ServiceWorker(ThreadWorker):
         self._header_timeout: float = settings.SERVER_HEADER_TIMEOUT_SECONDS
         self._body_timeout: float = settings.SERVER_BODY_TIMEOUT_SECONDS
         self._body_limit: int = settings.MAX_REQUEST_BODY_BYTES
-        # Request body bytes this process holds (config.body_budget): reserved when a body is
+        # Request body bytes this process holds (api.body_budget): reserved when a body is
         # about to be gathered or read, released when its request ends, however it ends. A
         # connection's reservation, once its request is handed to a thread, is in
         # `conn.reserved_body` (None: not reserved yet).
@@ -504,9 +507,9 @@ def _error_response(status: int, message: str, origin: str, client_fault: bool |
     """The envelope of an error answered by the server itself; `client_fault` (by default:
     a 4xx) makes it INVALID_PARAMETER, else INTERNAL_SERVER_ERROR, unless `exception_type`
     is given. `retry_after` adds that header (seconds)."""
-    # config.errors imports Django REST framework, which needs configured apps: imported when
+    # api.errors imports Django REST framework, which needs configured apps: imported when
     # first needed, in a worker that has loaded the application.
-    from config.errors import envelope
+    from api.errors import envelope
 
     client_fault = status < 500 if client_fault is None else client_fault
     if exception_type is None:

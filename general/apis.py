@@ -5,10 +5,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.conventions.pagination import parse_pagination
-from config.exceptions import InvalidParameter
-from config.fields import PYTHON_BLANKS
-from config.schema import error_responses, null_body_is_absent
+from api.fields import PYTHON_BLANKS
+from api.operations import operation
+from api.request_data import validated
+from api.schema import error_responses, null_body_is_absent
+from conventions.exceptions import InvalidParameter
+from conventions.pagination import parse_pagination
 from general import openapi_examples as examples
 from general.config_keys import public_config
 from general.selectors import (
@@ -18,9 +20,11 @@ from general.selectors import (
     log_filters_parse,
     log_list,
 )
-from general.serializers import ConfigMapSerializer, LogListSerializer, LogQuerySerializer
-from serviceregistry.published import operation
-from store.apis.common import validated
+from general.serializers import (
+    ConfigMapSerializer,
+    LogListSerializer,
+    LogQuerySerializer,
+)
 
 TAG = ["General management"]
 NO_KEYS = "The list of the requested configuration keys is null or empty"

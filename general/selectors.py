@@ -5,9 +5,9 @@ from dataclasses import dataclass
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from config.conventions.pagination import PageRequest, paginate
-from config.conventions.timestamps import parse_utc_field
-from config.exceptions import InvalidParameter
+from conventions.exceptions import InvalidParameter
+from conventions.pagination import PageRequest, paginate
+from conventions.timestamps import parse_utc_field
 from general.models import LogEntry
 from general.severities import minimum_rank
 

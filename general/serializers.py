@@ -3,9 +3,9 @@ from typing import Any
 
 from rest_framework import serializers
 
-from config.fields import PYTHON_BLANKS, StrictCharField, documented, pagination_field
-from config.name_fields import accepted_instant_pattern
-from config.schema import BLANK_REFUSED
+from api.fields import PYTHON_BLANKS, StrictCharField, documented, pagination_field
+from api.name_fields import accepted_instant_pattern
+from api.schema import BLANK_REFUSED
 from general.selectors import DEFAULT_DIRECTION, DEFAULT_SORT_FIELD, SORT_COLUMNS
 from general.severities import RANKS, SEVERITY_NAMES
 
@@ -37,7 +37,7 @@ def _any_case(word: str) -> str:
 
 
 _BLANKS = f"[{PYTHON_BLANKS}]*"
-# The patterns below include the blank value ("not given"); BLANK_REFUSED has config.schema
+# The patterns below include the blank value ("not given"); BLANK_REFUSED has api.schema
 # take out the separate blank alternative drf-spectacular adds, which would make `""` match
 # twice and so fail the `oneOf`.
 SEVERITY_SCHEMA = {

@@ -4,8 +4,7 @@ import datetime as dt
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from config.retention import rows_remove_old
-
+from database.retention import rows_remove_old
 from general.models import LogEntry
 
 RETENTION_BATCH_SIZE = 1000

@@ -2,7 +2,7 @@
 map onto them. Each severity has a rank; "severity X" in a query means rank ≥ rank of X."""
 import logging
 
-from config.exceptions import InvalidParameter
+from conventions.exceptions import InvalidParameter
 
 # Wire name → rank (Python's numbers; TRACE below DEBUG). Ordered from least to most severe.
 RANKS: dict[str, int] = {

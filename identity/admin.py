@@ -8,8 +8,8 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils.cache import add_never_cache_headers
 
-from config.conventions import names
-from config.exceptions import InvalidParameter
+from conventions import names
+from conventions.exceptions import InvalidParameter
 from identity.models import IdentityToken, User
 from identity.services import identity_token_issue, identity_token_revoke_many
 

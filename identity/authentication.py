@@ -15,9 +15,9 @@ from django.dispatch import receiver
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
-from config.conventions import names
-from config.conventions.versions import java_split
-from config.exceptions import (
+from api.operations import PULL, served_operation
+from conventions import names
+from conventions.exceptions import (
     ArrowheadError,
     AuthError,
     ExternalServerError,
@@ -25,10 +25,13 @@ from config.exceptions import (
     InvalidParameter,
     OperationDependentError,
 )
-from config.workers import CLIENT_CERT_ENVIRON_KEY
-from identity.certificates import certificate_identity, server_cloud
+from conventions.versions import java_split
+from identity.certificates import (
+    CLIENT_CERT_ENVIRON_KEY,
+    certificate_identity,
+    server_cloud,
+)
 from identity.models import User
-from identity.operations import PULL, served_operation
 from identity.outsourced import AuthenticationUnavailable, identity_token_verify_remote
 from identity.selectors import identity_token_owner, system_identity
 

@@ -27,9 +27,9 @@ from django.utils import timezone
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from config.conventions.names import normalize_system_name
-from config.conventions.timestamps import format_utc
-from config.exceptions import Forbidden
+from conventions.exceptions import Forbidden
+from conventions.names import normalize_system_name
+from conventions.timestamps import format_utc
 from serviceregistry.peers import (
     PeerOperation,
     PeerRefused,

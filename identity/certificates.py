@@ -5,11 +5,14 @@ import ssl
 from dataclasses import dataclass
 from functools import lru_cache
 
-from config.conventions import names
+from conventions import names
 
 PROFILES = {"ma": "MASTER", "ga": "GATE", "or": "ORGANIZATION", "lo": "LOCAL_CLOUD",
             "on": "ON_BOARDING", "de": "DEVICE", "sy": "SYSTEM", "op": "OPERATOR"}
 ARROWHEAD_DOMAIN = "arrowhead.eu"
+# The WSGI environ key under which the server (config/workers.py, the MQTT interface's front door)
+# passes the verified TLS client certificate of a request.
+CLIENT_CERT_ENVIRON_KEY = "arrowhead.client_certificate"
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ import hashlib
 from django.conf import settings
 from django.core.cache import cache
 
+from api.operations import ServiceOperation
 from serviceregistry import peers
-from serviceregistry.published import ServiceOperation
 
 AUTHORIZATION = peers.PeerService(
     system="ConsumerAuthorization", definition="authorization",

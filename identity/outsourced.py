@@ -22,8 +22,8 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 
-from config.conventions.names import normalize_system_name
-from config.metrics import outbound_call
+from conventions.names import normalize_system_name
+from observability.metrics import outbound_call
 
 logger = logging.getLogger("serviceorchestration.auth")
 
@@ -85,7 +85,10 @@ def _configured_location() -> _Location:
 def _discover() -> _Location:
     """The first generic_http(s) interface of an `identity` instance in the ServiceRegistry,
     asked without our identity (we have none before login: reference-dynamic §13.2)."""
-    from serviceregistry.client import ServiceRegistryUnavailable, service_lookup_by_definition
+    from serviceregistry.client import (
+        ServiceRegistryUnavailable,
+        service_lookup_by_definition,
+    )
 
     if not settings.SERVICE_REGISTRY_URL:
         raise AuthenticationUnavailable("neither AUTHENTICATION_SERVICE_URL nor "

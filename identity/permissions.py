@@ -1,7 +1,7 @@
 """May the requester manage: the management policies of SPEC §2 (MANAGEMENT_POLICY).
 
 A management operation is one a view declares from a management service
-(identity/operations.py), not a path that happens to contain `/mgmt/`. Operators always pass;
+(api/operations.py), not a path that happens to contain `/mgmt/`. Operators always pass;
 then by policy:
 - `sysop-only`: nobody else;
 - `whitelist`: systems named in MANAGEMENT_WHITELIST;
@@ -17,12 +17,14 @@ from django.conf import settings
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from config.conventions import names
-from config.exceptions import Forbidden
+from api.operations import ServiceOperation, served_operation
+from conventions import names
+from conventions.exceptions import Forbidden
 from identity.authentication import Requester
-from identity.consumer_authorization import ConsumerAuthorizationUnavailable, management_granted
-from identity.operations import served_operation
-from serviceregistry.published import ServiceOperation
+from identity.consumer_authorization import (
+    ConsumerAuthorizationUnavailable,
+    management_granted,
+)
 
 logger = logging.getLogger("serviceorchestration.auth")
 

@@ -18,9 +18,12 @@ from typing import Any
 from django.conf import settings
 from django.core.handlers.wsgi import WSGIHandler
 
-from config.workers import CLIENT_CERT_ENVIRON_KEY
 from identity.authentication import REQUESTER_ENVIRON_KEY
-from identity.presented_certificates import PresentedCertificateError, presented_certificate
+from identity.certificates import CLIENT_CERT_ENVIRON_KEY
+from identity.presented_certificates import (
+    PresentedCertificateError,
+    presented_certificate,
+)
 from mqtt_api.messages import MqttRequest
 from mqtt_api.operations import OPERATIONS, PATH, QUERY, Operation
 

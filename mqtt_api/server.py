@@ -9,7 +9,7 @@ topic, it answers each request on its response topic (mqtt_api/front_door.py).
 - Bad input never stops the loop: a message too large or not a template is logged and
   dropped; an operation that fails unexpectedly is answered with a 500. Requests are answered
   by MQTT_API_THREADS threads; beyond MQTT_API_QUEUE waiting requests, or beyond
-  MQTT_API_BUDGET_BYTES of requests waiting or being answered (config.body_budget), a new one
+  MQTT_API_BUDGET_BYTES of requests waiting or being answered (api.body_budget), a new one
   is refused at once with a 503.
 - An answer is published only for an authenticated requester, on a response topic it may
   receive on (mqtt_api/response_topics.py); any other is only logged.
@@ -23,7 +23,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from paho.mqtt.client import Client, MQTTMessage
 
-from config.body_budget import BodyBudget, busy_message
+from api.body_budget import BodyBudget, busy_message
 from mqtt_api.front_door import Answer, answer, error_answer
 from mqtt_api.messages import TemplateError, parse_request, response_bytes
 from mqtt_api.operations import OPERATIONS

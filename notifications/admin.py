@@ -3,7 +3,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.text import Truncator
 
-from config.admin_display import short_time, truncated
+from api.admin_display import short_time, truncated
 from notifications.models import NotificationDelivery, NotificationDestination
 from notifications.services import deliveries_retry, is_http
 

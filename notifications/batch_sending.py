@@ -20,7 +20,6 @@ from datetime import timedelta
 from django.db.models import F
 from django.utils import timezone
 
-from config.metrics import deliveries_recorded
 from notifications import transports
 from notifications.heartbeat import ClaimHeartbeat
 from notifications.models import NotificationDelivery
@@ -33,6 +32,7 @@ from notifications.services import (
     _record,
     attempts_failed,
 )
+from observability.metrics import deliveries_recorded
 
 
 def deliveries_send(delivery_ids: Sequence[uuid.UUID | str]) -> dict[uuid.UUID, str]:

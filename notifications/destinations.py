@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
-from config.advisory_locks import advisory_locks
+from database.advisory_locks import advisory_locks
 from notifications.models import NotificationDelivery, NotificationDestination
 
 # How long a delivery waits when its destination already has its limit of sends in flight.

@@ -9,8 +9,7 @@ import datetime as dt
 
 from django.conf import settings
 
-from config.retention import rows_remove_old
-
+from database.retention import rows_remove_old
 from notifications.models import NotificationDelivery
 
 Status = NotificationDelivery.Status

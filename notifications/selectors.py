@@ -51,7 +51,7 @@ class BacklogGroup:
 
 def delivery_backlog(*, now: datetime) -> dict[tuple[str, str], BacklogGroup]:
     """The outbox's unfinished deliveries per (status, protocol), those with none left out
-    (the metrics, config/metrics_state.py). One grouped query over the status index: it
+    (the metrics, observability/metrics_state.py). One grouped query over the status index: it
     reads the backlog only, however many finished deliveries the outbox keeps."""
     pending = NotificationDelivery.Status.PENDING
     rows = (NotificationDelivery.objects

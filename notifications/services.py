@@ -20,11 +20,10 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from config.bulk_insert import model_rows_insert
-from config.metrics import deliveries_recorded
+from database.bulk_insert import model_rows_insert
 from notifications import transports
-from notifications.handover import deliveries_enqueue, delivery_enqueue, is_http
 from notifications.destinations import destination_admit, destination_record
+from notifications.handover import deliveries_enqueue, delivery_enqueue, is_http
 from notifications.heartbeat import ClaimHeartbeat
 from notifications.models import NotificationDelivery
 from notifications.selectors import (
@@ -32,6 +31,7 @@ from notifications.selectors import (
     deliveries_older_in_flight,
     deliveries_pending,
 )
+from observability.metrics import deliveries_recorded
 
 logger = logging.getLogger(__name__)
 

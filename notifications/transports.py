@@ -216,7 +216,7 @@ _publisher = _Publisher()
 
 
 def mqtt_broker_check(deadline: float) -> None:
-    """Connect to MQTT_BROKER_URL and leave (readiness, config/health.py): TransportError
+    """Connect to MQTT_BROKER_URL and leave (readiness, observability/health.py): TransportError
     unless the broker accepts us by `deadline`."""
     client = _connect(broker_address(settings.MQTT_BROKER_URL), deadline)
     client.disconnect()

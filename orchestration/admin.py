@@ -2,11 +2,11 @@ from django.contrib import admin
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
-from config.admin_display import short_time, truncated
-from config.conventions import names
+from api.admin_display import short_time, truncated
+from api.admin_filters import NameInputFilter
+from conventions import names
 from orchestration.models import AuthorizationToken, OrchestrationJob, OrchestrationLock
-from orchestration.reservations import locks_delete
-from store.admin_filters import NameInputFilter
+from orchestration.pull.reservations import locks_delete
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -61,7 +61,7 @@ class JobCountDelta(models.Model):
     deletes or truncates jobs (the change per type and status), so the history query counts a
     million jobs by adding a few rows instead of reading an index of a million entries. Every
     writer pays one small INSERT and nobody waits for a shared counter row; a periodic task
-    folds the rows into one per type and status (orchestration/job_counts.py)."""
+    folds the rows into one per type and status (orchestration/history/job_counts.py)."""
 
     type = models.CharField(max_length=8)
     status = models.CharField(max_length=16)
@@ -122,10 +122,10 @@ class AuthorizationToken(models.Model):
 class SnapshotChange(models.Model):
     """A change of what pull reads (rules of `consumer`, or instance `service_instance_id`: its
     catalog entry, interfaces or reservation; neither: everything), written by database
-    triggers in the changing transaction (orchestration/snapshot_changes.py), so that no write
+    triggers in the changing transaction (orchestration/snapshot/changes.py), so that no write
     path can forget it. Each web process reads the changes committed since it last looked and
     refreshes its in-memory snapshot of them before a pull is answered from it
-    (orchestration/snapshot.py). `xid` is the writing transaction (PostgreSQL; SQLite, which
+    (orchestration/snapshot/state.py). `xid` is the writing transaction (PostgreSQL; SQLite, which
     commits one writer at a time, is read in `id` order). A periodic task stamps `seen_at` and
     deletes the rows seen long ago."""
 

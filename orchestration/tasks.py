@@ -7,7 +7,7 @@ def measure_interface_latency_task() -> int:
     """Periodic (Celery beat, QOS_PROBE_INTERVAL_SECONDS, scheduled only when QOS_ENABLED):
     refresh the latency of every live interface so pull can filter on `maxLatencyMs` without
     touching the network. Returns how many interfaces were probed."""
-    from orchestration.latency import interfaces_measure
+    from orchestration.pull.latency import interfaces_measure
 
     return interfaces_measure()
 
@@ -18,8 +18,8 @@ def remove_expired_locks_and_tokens_task() -> dict[str, int]:
     Pull already ignores both; this keeps the tables small."""
     from django.utils import timezone
 
-    from orchestration.reservations import locks_remove_expired
-    from orchestration.tokens import tokens_remove_expired
+    from orchestration.pull.reservations import locks_remove_expired
+    from orchestration.tokens.services import tokens_remove_expired
 
     now = timezone.now()
     return {"locks": locks_remove_expired(now=now), "tokens": tokens_remove_expired(now=now)}
@@ -29,7 +29,7 @@ def remove_expired_locks_and_tokens_task() -> dict[str, int]:
 def remove_old_jobs_task() -> int:
     """Periodic (Celery beat, every 5 minutes): history retention, HISTORY_MAX_AGE_DAYS.
     Returns how many jobs were deleted."""
-    from orchestration.retention import jobs_remove_old
+    from orchestration.history.retention import jobs_remove_old
 
     return jobs_remove_old()
 
@@ -37,8 +37,8 @@ def remove_old_jobs_task() -> int:
 @shared_task(name="orchestration.compact_job_counts")
 def compact_job_counts_task() -> int:
     """Periodic (Celery beat, every 30 s): fold the job count delta rows that the job
-    table's triggers write (orchestration.job_counts) into one row per type and status."""
-    from orchestration.job_counts import job_counts_compact
+    table's triggers write (orchestration.history.job_counts) into one row per type and status."""
+    from orchestration.history.job_counts import job_counts_compact
 
     return job_counts_compact()
 
@@ -46,8 +46,8 @@ def compact_job_counts_task() -> int:
 @shared_task(name="orchestration.prune_snapshot_changes")
 def prune_snapshot_changes_task() -> int:
     """Periodic (Celery beat, every minute): the pull snapshot's change feed keeps the rows
-    seen in the last CHANGE_KEEP_SECONDS (orchestration.snapshot_changes). Returns how many
+    seen in the last CHANGE_KEEP_SECONDS (orchestration.snapshot.changes). Returns how many
     rows were deleted."""
-    from orchestration.snapshot_changes import changes_prune
+    from orchestration.snapshot.changes import changes_prune
 
     return changes_prune()

@@ -19,8 +19,8 @@ from typing import Any
 
 from django.conf import settings
 
-from config.exceptions import ExternalServerError
-from config.metrics import outbound_call
+from conventions.exceptions import ExternalServerError
+from observability.metrics import outbound_call
 from serviceregistry.peers import opener, unreachable_text
 
 SYSTEM_DISCOVERY = "/serviceregistry/system-discovery"

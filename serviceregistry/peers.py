@@ -33,8 +33,8 @@ from typing import Any
 
 from django.conf import settings
 
-from config.exceptions import ArrowheadError, ExternalServerError
-from config.metrics import outbound_call
+from conventions.exceptions import ArrowheadError, ExternalServerError
+from observability.metrics import outbound_call
 
 logger = logging.getLogger("serviceorchestration.peers")
 
@@ -123,7 +123,10 @@ def forget_locations() -> None:
 
 
 def _discover(service: PeerService) -> _Location:
-    from serviceregistry.client import ServiceRegistryUnavailable, service_lookup_by_definition
+    from serviceregistry.client import (
+        ServiceRegistryUnavailable,
+        service_lookup_by_definition,
+    )
 
     if not settings.SERVICE_REGISTRY_URL:
         raise PeerUnavailable(f"{service.system} is not configured: neither "

@@ -11,7 +11,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from config.transaction_retry import retry_on_conflict
+from database.transaction_retry import retry_on_conflict
 from serviceregistry.instances import RegistryInstance, registry_instances
 from serviceregistry.models import PolledInstance
 from store.changes import change_record

@@ -1,116 +1,18 @@
-"""What this system publishes in the ServiceRegistry: the system itself, the five services
-the Java SimpleStoreServiceOrchestration registers (audit §2) and our catalog of service
-instances, as the Java DTOs `SystemRegisterRequestDTO` and `ServiceInstanceCreateRequestDTO`.
-
-SERVICES is the one table of the operations. Every API view declares the operation it serves
-(`service_operation`, see identity/operations.py); `tests/serviceregistry` checks the table
-against the URL configuration and the views' declarations, so a registered path can never
-differ from a served one.
-"""
+"""What this system registers in the ServiceRegistry, as the Java DTOs `SystemRegisterRequestDTO`
+and `ServiceInstanceCreateRequestDTO`: the system itself and one instance per service of the
+operation table (api/operations.py), with its interfaces and metadata."""
 import base64
 import ssl
-from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 
+from api.operations import SERVICES, PublishedService
 from notifications.transports import broker_address
 
 # The framework version the Java systems register with (`Constants.AH_FRAMEWORK_VERSION`).
 FRAMEWORK_VERSION = "5.2.0"
 SERVICE_VERSION = "1.0.0"
-ORCHESTRATION = "/serviceorchestration/orchestration"
-
-
-@dataclass(frozen=True)
-class Operation:
-    method: str
-    path: str  # below the service's base path; `{id}` stands for a path parameter
-    # The Django permission that grants a management operation under MANAGEMENT_POLICY=permission.
-    permission: str | None = None
-
-
-@dataclass(frozen=True)
-class PublishedService:
-    definition: str
-    base_path: str
-    operations: dict[str, Operation]
-    metadata: dict[str, Any] = field(default_factory=dict)
-    # Below MQTT_API_BASE_TOPIC: the topics of its operations over the MQTT interface
-    # (mqtt_api/operations.py); None for a service the reference does not serve over MQTT.
-    mqtt_base: str | None = None
-
-    @property
-    def is_management(self) -> bool:
-        return self.definition != ORCHESTRATION_SERVICE
-
-
-@dataclass(frozen=True)
-class ServiceOperation:
-    """What a view serves: one operation of one published service (issue 13 item 4). The
-    management check, the ConsumerAuthorization question and the Django permission all
-    start from it."""
-
-    service: str       # service definition, e.g. serviceOrchestrationSimpleStoreManagement
-    name: str          # operation, e.g. create
-    is_management: bool
-    permission: str | None
-
-
-ORCHESTRATION_SERVICE = "serviceOrchestration"
-
-SERVICES: tuple[PublishedService, ...] = (
-    PublishedService("generalManagement", "/serviceorchestration/general/mgmt", {
-        "get-log": Operation("POST", "/logs", "general.view_logentry"),
-        "get-config": Operation("GET", "/get-config", "general.view_config"),
-    }, mqtt_base="general/management/"),
-    PublishedService("serviceOrchestrationPushManagement", f"{ORCHESTRATION}/mgmt/push", {
-        "subscribe": Operation("POST", "/subscribe", "subscriptions.add_subscription"),
-        # As the Java system registers it (its controller takes `?ids=`; we serve both).
-        "unsubscribe": Operation("DELETE", "/unsubscribe/{id}",
-                                 "subscriptions.delete_subscription"),
-        "trigger": Operation("POST", "/trigger", "subscriptions.change_subscription"),
-        "query": Operation("POST", "/query", "subscriptions.view_subscription"),
-    }, mqtt_base="orchestration/management/push/"),
-    PublishedService("serviceOrchestrationSimpleStoreManagement",
-                     f"{ORCHESTRATION}/mgmt/simple-store", {
-        "query": Operation("POST", "/query", "store.view_rule"),
-        "create": Operation("POST", "/create", "store.add_rule"),
-        "modify-priorities": Operation("PUT", "/modify-priorities", "store.change_rule"),
-        "remove": Operation("DELETE", "/remove", "store.delete_rule"),
-    }, mqtt_base="orchestration/management/store/"),
-    PublishedService("serviceOrchestrationHistoryManagement", f"{ORCHESTRATION}/mgmt/history", {
-        "query": Operation("POST", "/query", "orchestration.view_orchestrationjob"),
-    }, mqtt_base="orchestration/management/history/"),
-    # Not in the Java system: the catalog of provider instances (docs/service-instances.md).
-    PublishedService("serviceOrchestrationServiceInstanceManagement",
-                     f"{ORCHESTRATION}/mgmt/service-instances", {
-        "create": Operation("POST", "/create", "store.add_serviceinstance"),
-        "update": Operation("PUT", "/update", "store.change_serviceinstance"),
-        "query": Operation("POST", "/query", "store.view_serviceinstance"),
-        "remove": Operation("DELETE", "/remove", "store.delete_serviceinstance"),
-    }),
-    PublishedService(ORCHESTRATION_SERVICE, ORCHESTRATION, {
-        "pull": Operation("POST", "/pull"),
-        "subscribe": Operation("POST", "/subscribe"),
-        "unsubscribe": Operation("DELETE", "/unsubscribe/{id}"),
-    }, metadata={"orchestrationStrategy": "simpleStore", "unrestrictedDiscovery": True},
-        mqtt_base="orchestration/"),
-)
-
-_OPERATIONS = {(service.definition, name): ServiceOperation(
-    service.definition, name, service.is_management, operation.permission)
-    for service in SERVICES for name, operation in service.operations.items()}
-
-
-# An unknown path under `/mgmt/`: management, but of no service we publish (config.views).
-UNKNOWN_MANAGEMENT_OPERATION = ServiceOperation("", "", True, None)
-
-
-def operation(service: str, name: str) -> ServiceOperation:
-    """The published operation a view declares it serves; a KeyError at import time for one
-    that is not published, so a view cannot name an operation the SR does not know."""
-    return _OPERATIONS[(service, name)]
 
 
 def system_register_body() -> dict[str, Any]:

@@ -19,7 +19,10 @@ from typing import Any
 from django.conf import settings
 
 from serviceregistry import client, published
-from serviceregistry.client import ServiceRegistryUnavailable, ServiceRegistryUnreachable
+from serviceregistry.client import (
+    ServiceRegistryUnavailable,
+    ServiceRegistryUnreachable,
+)
 
 _logger = logging.getLogger("serviceorchestration.serviceregistry")
 

@@ -7,7 +7,7 @@ the rules of its type. Everything here is pure string work: hostnames are never 
 import ipaddress
 import re
 
-from config.exceptions import InvalidParameter
+from conventions.exceptions import InvalidParameter
 
 ADDRESS_TYPES: tuple[str, ...] = ("HOSTNAME", "IPV4", "IPV6", "MAC")
 

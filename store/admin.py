@@ -6,13 +6,13 @@ from django.db.models import Exists, OuterRef, QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 
-from config.admin_display import short_time, truncated
-from config.conventions import names
-from config.conventions.instance_ids import build_instance_id
-from config.conventions.versions import normalize_version, validate_version
-from config.exceptions import InvalidParameter
-from config.forms import CheckedJSONField, DatalistInput
-from store.admin_filters import NameInputFilter
+from api.admin_display import short_time, truncated
+from api.admin_filters import NameInputFilter
+from api.admin_forms import CheckedJSONField, DatalistInput
+from conventions import names
+from conventions.exceptions import InvalidParameter
+from conventions.instance_ids import build_instance_id
+from conventions.versions import normalize_version, validate_version
 from store.admin_import import InstanceImportExport, RuleImportExport
 from store.interfaces import InterfaceDraft, interface_validate, metadata_validate
 from store.models import MAX_PRIORITY, Rule, ServiceInstance, ServiceInterface

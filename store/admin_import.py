@@ -12,13 +12,24 @@ from dataclasses import dataclass
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseRedirect,
+    StreamingHttpResponse,
+)
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 
-from config.exceptions import ArrowheadError, InvalidParameter
-from store.files import Export, instances_export, instances_read, rules_export, rules_read
+from conventions.exceptions import ArrowheadError, InvalidParameter
+from store.files import (
+    Export,
+    instances_export,
+    instances_read,
+    rules_export,
+    rules_read,
+)
 from store.services.imports import (
     ImportPlan,
     instance_import,

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from rest_framework.exceptions import ValidationError
 from rest_framework.serializers import Serializer
 
-from config.errors import first_validation_message
-from config.exceptions import InvalidParameter
-from config.input_safety import json_problem
+from api.errors import first_validation_message
+from api.input_safety import json_problem
+from conventions.exceptions import InvalidParameter
 from store.models import ServiceInstance
 from store.selectors.rules import rule_export
 from store.serializers.instances import (
@@ -19,7 +19,11 @@ from store.serializers.instances import (
     instance_create_shape,
     instance_drafts_from,
 )
-from store.serializers.rules import RuleCreateSerializer, RuleSerializer, rule_drafts_from
+from store.serializers.rules import (
+    RuleCreateSerializer,
+    RuleSerializer,
+    rule_drafts_from,
+)
 from store.services.instances import ValidInstance, instance_validate
 from store.services.rules import ValidRule, rule_validate, rules_ensure_distinct
 

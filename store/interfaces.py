@@ -8,16 +8,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from config.conventions import names
-from config.exceptions import InvalidParameter
+from conventions import names
+from conventions.exceptions import InvalidParameter
+from conventions.exclusivity import (
+    ALLOW_EXCLUSIVITY,
+    MAX_EXCLUSIVITY_SECONDS,
+    exclusivity_seconds,
+)
 from store.addresses import parse_interface_address
 from store.models import InterfacePolicy
 
 HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS",
                           "TRACE", "PATCH"})
 POLICIES = frozenset(InterfacePolicy.values)
-ALLOW_EXCLUSIVITY = "allowExclusivity"
-MAX_EXCLUSIVITY_SECONDS = 2_147_483_647
 MAX_PROTOCOL_LENGTH = 63
 
 
@@ -124,19 +127,6 @@ def ensure_no_dotted_keys(value: Any, what: str = "metadata") -> None:
     elif isinstance(value, list):
         for item in value:
             ensure_no_dotted_keys(item, what)
-
-
-def exclusivity_seconds(metadata: dict | None) -> int | None:
-    """The `allowExclusivity` metadata as seconds: an integer or its string form; None when
-    absent or not of that form."""
-    value = (metadata or {}).get(ALLOW_EXCLUSIVITY)
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
-        return int(value.strip())
-    return None
 
 
 def metadata_validate(metadata: Any) -> dict:

@@ -23,7 +23,7 @@ from typing import Any
 
 import regex
 
-from config.exceptions import InvalidParameter
+from conventions.exceptions import InvalidParameter
 
 # `name[i]`: a non-negative decimal index at the end of a non-empty name. Anything else that
 # looks like brackets (`key[]`, `key[-2]`, `key[text]`) is a literal key name.

@@ -2,7 +2,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from config.exceptions import ArrowheadError
+from conventions.exceptions import ArrowheadError
 from subscriptions.models import Subscription
 from subscriptions.services import subscription_evaluate
 

@@ -6,11 +6,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.conventions.uuids import parse_uuid
-from config.exceptions import InvalidParameter
-from config.schema import body_required, error_responses
-from config.validated_bodies import validated_body
-from serviceregistry.published import operation
+from api.operations import operation
+from api.request_data import validated_body
+from api.schema import body_required, error_responses
+from conventions.exceptions import InvalidParameter
+from conventions.uuids import parse_uuid
 from subscriptions import openapi_examples as examples
 from subscriptions.request_check import checked_subscribe_request
 from subscriptions.requests import parse_subscribe_request

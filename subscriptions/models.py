@@ -59,7 +59,7 @@ class Subscription(models.Model):
                 f"{self.notify_protocol}")
 
 
-# The advisory-lock namespace of subscriptions by identity key (config/advisory_locks.py):
+# The advisory-lock namespace of subscriptions by identity key (database/advisory_locks.py):
 # writers of one subscription take its lock before they read it.
 LOCK_NAMESPACE = "subscription"
 

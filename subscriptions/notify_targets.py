@@ -8,7 +8,7 @@ wildcards, no U+0000; `$` topics belong to the broker).
 import ipaddress
 import unicodedata
 
-from config.exceptions import InvalidParameter
+from conventions.exceptions import InvalidParameter
 from notifications import address_policy
 from store.addresses import detect_address_type, parse_interface_address
 

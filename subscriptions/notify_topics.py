@@ -14,7 +14,7 @@ never reach another system's topic.
   (`topic_refusal`).
 
 Concurrent subscribes on one free topic by different targets: each takes the topic's advisory
-lock (config/advisory_locks.py) in its transaction before it reads who uses the topic, so
+lock (database/advisory_locks.py) in its transaction before it reads who uses the topic, so
 the second one reads the first one's committed row and is refused. The one-statement path of
 subscriptions/subscribe_statement.py inserts no MQTT subscription for this reason (docs/
 decisions.md, "Secure by default (issue 29, item 1)").
@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
-from config.advisory_locks import advisory_locks
-from config.exceptions import InvalidParameter
+from conventions.exceptions import InvalidParameter
+from database.advisory_locks import advisory_locks
 from subscriptions.models import MQTT_PROTOCOLS, Subscription
 
 if TYPE_CHECKING:  # subscriptions/requests.py checks topics with interface_topic

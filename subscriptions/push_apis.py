@@ -2,19 +2,28 @@
 triggered pushes, bulk removal and the query; and the consumer's own query (our extension).
 docs/push-management.md."""
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_serializer,
+)
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.conventions.pagination import parse_pagination
-from config.conventions.uuids import require_uuid_element
-from config.exceptions import InvalidParameter
-from config.fields import bulk_list, optional_string_list, pagination_field
-from config.schema import body_required, error_responses, null_body_is_absent, required_not_null
-from serviceregistry.published import operation
-from store.apis.common import query_list, validated
+from api.fields import bulk_list, optional_string_list, pagination_field
+from api.operations import operation
+from api.request_data import query_list, validated
+from api.schema import (
+    body_required,
+    error_responses,
+    null_body_is_absent,
+    required_not_null,
+)
+from conventions.exceptions import InvalidParameter
+from conventions.pagination import parse_pagination
+from conventions.uuids import require_uuid_element
 from subscriptions import openapi_examples as examples
 from subscriptions.push_jobs import parse_trigger_request, push_trigger
 from subscriptions.requests import parse_subscribe_list

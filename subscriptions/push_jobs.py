@@ -19,11 +19,11 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from config.advisory_locks import advisory_locks
-from config.conventions import names
-from config.conventions.uuids import require_uuid_element
-from config.exceptions import InvalidParameter
-from config.transaction_retry import retry_on_conflict
+from conventions import names
+from conventions.exceptions import InvalidParameter
+from conventions.uuids import require_uuid_element
+from database.advisory_locks import advisory_locks
+from database.transaction_retry import retry_on_conflict
 from orchestration.models import OrchestrationJob
 from subscriptions.models import Subscription
 from subscriptions.services import subscription_push_queue

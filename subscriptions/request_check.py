@@ -2,7 +2,7 @@
 `validated_data`, for the bodies it certainly accepts (issue 15: building the serializer,
 whose fields are deep-copied per request, was over half of a subscribe call's CPU).
 
-The same one-sided contract as orchestration/request_check.py, whose check it uses for the
+The same one-sided contract as orchestration/pull/body_check.py, whose check it uses for the
 orchestration request: a dict only for a body the serializer accepts, equal to its
 `validated_data`; None for anything else or unusual, and the caller then runs the serializer,
 which answers with its own messages. tests/subscriptions/test_request_check.py holds this
@@ -10,7 +10,7 @@ against the serializer on generated bodies.
 """
 from typing import Any
 
-from orchestration.request_check import (
+from orchestration.pull.body_check import (
     checked_duration,
     checked_fields,
     checked_json_object,
@@ -42,7 +42,7 @@ _FIELDS = (("orchestrationRequest", checked_orchestration_request),
 
 
 def checked_subscribe_request(document: Any) -> dict | None:
-    """`document` is a parsed JSON body (already screened by config.input_safety). Returns
+    """`document` is a parsed JSON body (already screened by api.input_safety). Returns
     what SubscribeSerializer(data=document).validated_data would be when the serializer would
     accept it, else None."""
     if type(document) is not dict:

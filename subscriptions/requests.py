@@ -6,11 +6,11 @@ from typing import Any
 
 from django.conf import settings
 
-from config.conventions import names
-from config.exceptions import InvalidParameter
-from orchestration.pull import qos_max_latency
-from orchestration.requests import parse_orchestration_request
-from orchestration.types import OrchestrationRequest
+from conventions import names
+from conventions.exceptions import InvalidParameter
+from orchestration.pull.normalization import parse_orchestration_request
+from orchestration.pull.services import qos_max_latency
+from orchestration.pull.types import OrchestrationRequest
 from subscriptions import notify_targets
 from subscriptions.notify_topics import interface_topic, system_topic_refusal
 

@@ -7,8 +7,8 @@ from datetime import datetime
 from django.db import connection
 from django.db.models import Count, Q
 
-from config.conventions import names
-from config.conventions.pagination import PageRequest, paginate
+from conventions import names
+from conventions.pagination import PageRequest, paginate
 from subscriptions.models import Subscription
 
 # API sort field → column; the default order is createdAt DESC, ties by id.
@@ -92,6 +92,6 @@ def subscription_counts(targets: Sequence[str]) -> dict[str, int]:
 
 def subscription_counts_by_protocol(*, now: datetime) -> dict[str, int]:
     """Live (unexpired) subscriptions per notify protocol, those with none left out: one
-    grouped count (the metrics, config/metrics_state.py)."""
+    grouped count (the metrics, observability/metrics_state.py)."""
     return dict(Subscription.objects.exclude(expires_at__lte=now).order_by()
                 .values_list("notify_protocol").annotate(Count("id")))

@@ -1,17 +1,17 @@
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
-from config.fields import (
+from api.fields import (
     PYTHON_BLANKS,
     BoundedDictField,
     StrictCharField,
     documented,
     optional_positive_integer,
 )
-from config.name_fields import SystemNameField, any_case_pattern
-from config.schema import BLANK_REFUSED, required_not_null
-from orchestration.job_serializers import OrchestrationJobSerializer
-from orchestration.serializers import MAX_SECONDS, OrchestrationRequestSerializer
+from api.name_fields import SystemNameField, any_case_pattern
+from api.schema import BLANK_REFUSED, required_not_null
+from orchestration.history.job_serializers import OrchestrationJobSerializer
+from orchestration.pull.serializers import MAX_SECONDS, OrchestrationRequestSerializer
 from subscriptions.models import Subscription
 from subscriptions.requests import PROTOCOLS
 

@@ -44,10 +44,10 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework.utils.encoders import JSONEncoder
 
-from config.advisory_locks import advisory_locks
-from config.bulk_insert import rows_insert
-from config.exceptions import ExternalServerError, Forbidden, InvalidParameter
-from config.transaction_retry import retry_on_conflict
+from conventions.exceptions import ExternalServerError, Forbidden, InvalidParameter
+from database.advisory_locks import advisory_locks
+from database.bulk_insert import rows_insert
+from database.transaction_retry import retry_on_conflict
 from notifications.services import (
     Notification,
     deliveries_cancel,
@@ -55,20 +55,20 @@ from notifications.services import (
     delivery_create,
 )
 from orchestration.models import OrchestrationJob
-from orchestration.pull import orchestrate_preview, orchestrate_recorded
-from orchestration.requests import parse_orchestration_request
-from orchestration.response_data import orchestration_response_data
-from orchestration.snapshot import snapshot_in_transaction
-from orchestration.types import OrchestrationResult
+from orchestration.pull.normalization import parse_orchestration_request
+from orchestration.pull.response_data import orchestration_response_data
+from orchestration.pull.services import orchestrate_preview, orchestrate_recorded
+from orchestration.pull.types import OrchestrationResult
+from orchestration.snapshot.state import snapshot_in_transaction
 from serviceregistry.client import ServiceRegistryUnavailable
 from serviceregistry.peers import PeerRefused
 from serviceregistry.polling import instances_refresh
 from store.models import CatalogChange, Rule
 from subscriptions.models import LOCK_NAMESPACE, Subscription, identity_key
 from subscriptions.notify_topics import notify_topics_claim
+from subscriptions.requests import SubscribeRequest
 from subscriptions.selectors import subscription_counts
 from subscriptions.subscribe_statement import subscription_write_at_once
-from subscriptions.requests import SubscribeRequest
 
 logger = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ def _ensure_room(new_by_target: Counter[str]) -> None:
 
 def subscriptions_lock(identity_keys: list[str]) -> None:
     """Lock subscriptions by their identity key (owner, target and service definition) until
-    the transaction ends (config.advisory_locks takes them in one sorted order)."""
+    the transaction ends (database.advisory_locks takes them in one sorted order)."""
     advisory_locks(LOCK_NAMESPACE, identity_keys)
 
 

@@ -32,8 +32,8 @@ from django.conf import settings
 from django.db import connection
 from rest_framework.utils.encoders import JSONEncoder
 
-from config.advisory_locks import advisory_key
-from config.prepared_statements import run_prepared
+from database.advisory_locks import advisory_key
+from database.prepared_statements import run_prepared
 from subscriptions.models import LOCK_NAMESPACE, MQTT_PROTOCOLS, Subscription
 from subscriptions.requests import SubscribeRequest
 

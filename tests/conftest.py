@@ -7,13 +7,12 @@ import pytest
 
 pytest.register_assert_rewrite("tests.helpers", "tests.store.helpers")
 
-from rest_framework.test import APIClient  # noqa: E402
-
 from django.conf import settings as django_settings  # noqa: E402
+from rest_framework.test import APIClient  # noqa: E402
 
 from config.celery import app as celery_app  # noqa: E402
 from notifications import address_policy  # noqa: E402
-from orchestration.job_writer import job_writer_flush  # noqa: E402
+from orchestration.history.job_writer import job_writer_flush  # noqa: E402
 from serviceregistry import instances, peers  # noqa: E402
 from tests import services  # noqa: E402
 from tests.endpoints import HttpSink, MqttReceiver  # noqa: E402
@@ -55,7 +54,7 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item, nextitem):
-    """Pull jobs are written behind the answer by a thread (orchestration.job_writer): a test's
+    """Pull jobs are written behind the answer by a thread (orchestration.history.job_writer): a test's
     are written before its fixtures (the database first) are torn down, so that no insert runs
     into the flush of a transactional test's tables; and the session's workers are left with
     nothing to send (`deliveries_settle`)."""

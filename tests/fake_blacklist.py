@@ -24,7 +24,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 from django.core.cache import cache
 
-from config.conventions.timestamps import parse_utc
+from conventions.timestamps import parse_utc
 from serviceregistry import peers
 from tests.fake_authentication import error_body, iso, utc_now
 from tests.fake_system import FakeSystem, not_found

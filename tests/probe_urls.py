@@ -6,8 +6,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api.operations import ServiceOperation
 from config.urls import urlpatterns as service_urlpatterns
-from serviceregistry.published import ServiceOperation
 
 PROBE = "/serviceorchestration/probe"
 
@@ -59,7 +59,7 @@ urlpatterns = [
     *service_urlpatterns,
 ]
 
-handler400 = "config.errors.bad_request"
-handler403 = "config.errors.permission_denied"
-handler404 = "config.views.not_found"
-handler500 = "config.errors.server_error"
+handler400 = "api.errors.bad_request"
+handler403 = "api.errors.permission_denied"
+handler404 = "api.views.not_found"
+handler500 = "api.errors.server_error"

@@ -1,12 +1,12 @@
 """Generated request bodies for the property tests of the precompiled body checks
-(orchestration/request_check.py, subscriptions/request_check.py): values biased towards the
+(orchestration/pull/body_check.py, subscriptions/request_check.py): values biased towards the
 request shapes and towards the limits, which SMALL_LIMITS makes small enough to be crossed."""
 from collections.abc import Mapping
 from typing import Any
 
 from hypothesis import strategies as st
 
-from orchestration.serializers import MAX_SECONDS
+from orchestration.pull.serializers import MAX_SECONDS
 
 # Small enough that generated values often cross them.
 SMALL_LIMITS = {"MAX_LIST_LENGTH": 3, "MAX_STRING_LENGTH": 6, "MAX_JSON_DEPTH": 3,

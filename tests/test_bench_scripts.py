@@ -90,14 +90,14 @@ def test_goals_are_judged_and_runs_with_errors_are_invalid() -> None:
 
 
 def test_profile_counts_own_and_inclusive_samples() -> None:
-    raw = ("main (a.py:1);pull (orchestration/pull.py:9);wait (psycopg/c.py:5) 6\n"
-           "main (a.py:1);pull (orchestration/pull.py:9) 4\n")
+    raw = ("main (a.py:1);pull (orchestration/pull/services.py:9);wait (psycopg/c.py:5) 6\n"
+           "main (a.py:1);pull (orchestration/pull/services.py:9) 4\n")
 
     own, total, samples = pull_http.profile_counts(raw)
 
     assert samples == 10
-    assert own["wait (psycopg/c.py:5)"] == 6 and own["pull (orchestration/pull.py:9)"] == 4
-    assert total["main (a.py:1)"] == 10 and total["pull (orchestration/pull.py:9)"] == 10
+    assert own["wait (psycopg/c.py:5)"] == 6 and own["pull (orchestration/pull/services.py:9)"] == 4
+    assert total["main (a.py:1)"] == 10 and total["pull (orchestration/pull/services.py:9)"] == 10
 
 
 def test_rounds_are_judged_on_each_figures_median() -> None:

@@ -143,7 +143,7 @@ def positive_data_accepted_unless_listed(ctx, response, case) -> bool | None:
 schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application)
 # The identity is sent by the test, not generated: a random bearer value is only ever a 401.
 schema.config.generation.update(with_security_parameters=False)
-# NUL is refused anywhere in a request by the input gate (config.input_safety, its own hostile
+# NUL is refused anywhere in a request by the input gate (api.input_safety, its own hostile
 # input tests), also inside free-form JSON and unknown property names, where no schema can
 # exclude it; generating it would only test that gate again.
 schema.config.generation.update(allow_x00=False)

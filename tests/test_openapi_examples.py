@@ -16,7 +16,7 @@ from drf_spectacular.drainage import get_override
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework import serializers
 
-from config.schema import REQUIRED_NOT_NULL
+from api.schema import REQUIRED_NOT_NULL
 from store.models import Rule
 from store.openapi_examples import SWAPPED_RULES
 from subscriptions.openapi_examples import SUBSCRIPTION_ID

@@ -1,5 +1,5 @@
 """The request limits (docs/limits.md) are in the OpenAPI schema, also where a field's schema is
-given whole (`config.fields.documented`), and every operation documents the refusals made before
+given whole (`api.fields.documented`), and every operation documents the refusals made before
 any view: 413 (body limit), 414 and 431 (request line and header limits) (docs/openapi.md)."""
 import pytest
 

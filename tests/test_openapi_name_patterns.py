@@ -8,13 +8,7 @@ from django.test import override_settings
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from config.conventions import names
-from config.conventions.instance_ids import instance_id
-from config.conventions.timestamps import parse_utc
-from config.conventions.uuids import parse_uuid
-from config.conventions.versions import version
-from config.exceptions import InvalidParameter
-from config.name_fields import (
+from api.name_fields import (
     accepted_instance_id_pattern,
     accepted_instant_pattern,
     accepted_name_pattern,
@@ -22,7 +16,13 @@ from config.name_fields import (
     accepted_version_pattern,
     any_case_pattern,
 )
-from orchestration.history import job_filters_parse
+from conventions import names
+from conventions.exceptions import InvalidParameter
+from conventions.instance_ids import instance_id
+from conventions.timestamps import parse_utc
+from conventions.uuids import parse_uuid
+from conventions.versions import version
+from orchestration.history.selectors import job_filters_parse
 from orchestration.models import OrchestrationJob
 
 NORMALIZERS = {"system": names.system_name, "serviceDefinition": names.service_definition}

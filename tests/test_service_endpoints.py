@@ -28,7 +28,7 @@ class ServiceEndpointTests:
         assert set(paths[f"{base}/remove"]) == {"delete"}
         assert set(paths[base]) == {"delete"}
         create = paths[f"{base}/create"]["post"]
-        # 413, 414, 431 and 503 come before any view, on every operation (config.schema).
+        # 413, 414, 431 and 503 come before any view, on every operation (api.schema).
         assert set(create["responses"]) == {"201", "400", "401", "403", "406", "413", "414",
                                             "415", "423", "431", "500", "503"}
         assert create["responses"]["400"]["content"]["application/json"]["schema"] == {

@@ -2,9 +2,9 @@
 
 from django.db import migrations, models
 
-# The SQL is defined once, in orchestration/job_counts.py. Changing it needs a new migration
+# The SQL is defined once, in orchestration/history/job_counts.py. Changing it needs a new migration
 # that installs it again (the functions are CREATE OR REPLACE).
-from orchestration.job_counts import DELTAS, INSTALL_SQL, JOBS, UNINSTALL_SQL
+from orchestration.history.job_counts import DELTAS, INSTALL_SQL, JOBS, UNINSTALL_SQL
 
 
 def install_triggers(apps, schema_editor):

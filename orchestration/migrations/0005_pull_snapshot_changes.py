@@ -2,9 +2,9 @@
 
 from django.db import migrations, models
 
-# The triggers are defined once, in orchestration/snapshot_changes.py. Changing them needs a new
+# The triggers are defined once, in orchestration/snapshot/changes.py. Changing them needs a new
 # migration that installs them again.
-from orchestration.snapshot_changes import install_triggers, uninstall_triggers
+from orchestration.snapshot.changes import install_triggers, uninstall_triggers
 
 
 def install(apps, schema_editor):

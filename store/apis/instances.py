@@ -6,20 +6,20 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.conventions.instance_ids import instance_id
-from config.conventions.pagination import parse_pagination
-from config.exceptions import InvalidParameter
-from config.fields import (
+from api.fields import (
     RequirementListField,
     StrictCharField,
     optional_string_list,
     pagination_field,
 )
-from config.name_fields import INSTANCE_ID_LIST
-from config.schema import body_required, error_responses, null_body_is_absent
-from serviceregistry.published import operation
+from api.name_fields import INSTANCE_ID_LIST
+from api.operations import operation
+from api.request_data import query_list, validated
+from api.schema import body_required, error_responses, null_body_is_absent
+from conventions.exceptions import InvalidParameter
+from conventions.instance_ids import instance_id
+from conventions.pagination import parse_pagination
 from store import openapi_examples as examples
-from store.apis.common import query_list, validated
 from store.selectors.instances import (
     DEFAULT_SORT_FIELD,
     SORT_COLUMNS,

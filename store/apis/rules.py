@@ -7,10 +7,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.conventions.pagination import parse_pagination
-from config.conventions.uuids import require_uuid
-from config.exceptions import InvalidParameter
-from config.fields import (
+from api.fields import (
     BoundedDictField,
     StrictCharField,
     StrictIntegerField,
@@ -18,10 +15,14 @@ from config.fields import (
     optional_string_list,
     pagination_field,
 )
-from config.schema import body_required, error_responses, null_body_is_absent
-from serviceregistry.published import operation
+from api.operations import operation
+from api.request_data import query_list, validated
+from api.schema import body_required, error_responses, null_body_is_absent
+from conventions.exceptions import InvalidParameter
+from conventions.pagination import parse_pagination
+from conventions.uuids import require_uuid
 from store import openapi_examples as examples
-from store.apis.common import query_list, validated
+from store.models import MAX_PRIORITY
 from store.selectors.rules import (
     DEFAULT_SORT_FIELD,
     SORT_COLUMNS,
@@ -33,7 +34,6 @@ from store.serializers.rules import (
     RuleListSerializer,
     rule_drafts_from,
 )
-from store.models import MAX_PRIORITY
 from store.services.rules import (
     rule_create_many,
     rule_delete_many,

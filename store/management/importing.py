@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import OperationalError
 
-from config.exceptions import ArrowheadError
+from conventions.exceptions import ArrowheadError
 from store.management.progress import progress_bar
 from store.services.imports import ImportPlan, ImportRefused
 

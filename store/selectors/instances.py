@@ -6,12 +6,12 @@ from dataclasses import dataclass
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from config.conventions import names
-from config.conventions.instance_ids import instance_id
-from config.conventions.pagination import PageRequest, order, paginate
-from config.conventions.timestamps import parse_utc
-from config.conventions.versions import version
-from config.exceptions import InvalidParameter
+from conventions import names
+from conventions.exceptions import InvalidParameter
+from conventions.instance_ids import instance_id
+from conventions.pagination import PageRequest, order, paginate
+from conventions.timestamps import parse_utc
+from conventions.versions import version
 from store import metadata_requirements
 from store.models import ServiceInstance
 

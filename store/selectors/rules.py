@@ -5,11 +5,11 @@ from dataclasses import dataclass
 
 from django.db.models import QuerySet
 
-from config.conventions import names
-from config.conventions.instance_ids import instance_id
-from config.conventions.pagination import PageRequest, paginate
-from config.conventions.uuids import require_uuid
-from config.exceptions import InvalidParameter
+from conventions import names
+from conventions.exceptions import InvalidParameter
+from conventions.instance_ids import instance_id
+from conventions.pagination import PageRequest, paginate
+from conventions.uuids import require_uuid
 from store.models import Rule
 
 # API sort field → column (SPEC §3); the default order is createdAt ASC, ties by id.

@@ -3,7 +3,7 @@ ServiceRegistry's instances)."""
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
-from config.fields import (
+from api.fields import (
     PYTHON_BLANKS,
     BoundedJSONField,
     BoundedListField,
@@ -12,7 +12,7 @@ from config.fields import (
     documented,
     not_blank_text,
 )
-from config.name_fields import (
+from api.name_fields import (
     InstanceIdField,
     InterfaceTemplateField,
     ServiceDefinitionField,
@@ -20,7 +20,7 @@ from config.name_fields import (
     VersionField,
     any_case_pattern,
 )
-from config.schema import BLANK_REFUSED, required_not_null
+from api.schema import BLANK_REFUSED, required_not_null
 from store.interfaces import MAX_PROTOCOL_LENGTH, POLICIES, InterfaceDraft
 from store.services.instances import InstanceDraft, InstanceUpdateDraft
 

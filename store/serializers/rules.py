@@ -2,14 +2,14 @@
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
-from config.fields import (
+from api.fields import (
     StrictCharField,
     StrictIntegerField,
     bulk_list,
     documented,
 )
-from config.name_fields import InstanceIdField, ServiceDefinitionField, SystemNameField
-from config.schema import required_not_null
+from api.name_fields import InstanceIdField, ServiceDefinitionField, SystemNameField
+from api.schema import required_not_null
 from store.models import MAX_PRIORITY
 from store.services.rules import RuleDraft
 

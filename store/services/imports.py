@@ -15,11 +15,15 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
-from config.exceptions import InvalidParameter
-from config.transaction_retry import retry_on_conflict
+from conventions.exceptions import InvalidParameter
+from database.transaction_retry import retry_on_conflict
 from store.changes import change_record
 from store.models import Rule, ServiceInstance
-from store.services.instances import ValidInstance, instance_delete_many, instances_store
+from store.services.instances import (
+    ValidInstance,
+    instance_delete_many,
+    instances_store,
+)
 from store.services.locks import instances_lock, rule_sets_lock
 
 Progress = Callable[[int, int], None]  # (written so far, to write)

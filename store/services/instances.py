@@ -15,12 +15,12 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from config.conventions import names
-from config.conventions.instance_ids import build_instance_id, instance_id
-from config.conventions.timestamps import parse_utc
-from config.conventions.versions import normalize_version, validate_version
-from config.exceptions import InvalidParameter
-from config.transaction_retry import retry_on_conflict
+from conventions import names
+from conventions.exceptions import InvalidParameter
+from conventions.instance_ids import build_instance_id, instance_id
+from conventions.timestamps import parse_utc
+from conventions.versions import normalize_version, validate_version
+from database.transaction_retry import retry_on_conflict
 from store.changes import change_record
 from store.interfaces import (
     InterfaceDraft,

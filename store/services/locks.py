@@ -1,5 +1,5 @@
 """Locks that make concurrent store writers wait for each other in one fixed order
-(config.advisory_locks).
+(database.advisory_locks).
 
 A rule set is the rules of one (consumer, service definition): its priorities are unique, so
 every writer of a rule set (create, modify priorities, remove) first locks its rule sets. Row
@@ -11,7 +11,7 @@ it twice.
 """
 from collections.abc import Iterable
 
-from config.advisory_locks import advisory_key, advisory_locks
+from database.advisory_locks import advisory_key, advisory_locks
 
 _RULE_SETS = "rule-set"
 _INSTANCES = "service-instance"

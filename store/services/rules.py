@@ -9,11 +9,11 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from config.conventions import names
-from config.conventions.instance_ids import ServiceInstanceId, parse_instance_id
-from config.conventions.uuids import require_uuid
-from config.exceptions import InvalidParameter
-from config.transaction_retry import retry_on_conflict
+from conventions import names
+from conventions.exceptions import InvalidParameter
+from conventions.instance_ids import ServiceInstanceId, parse_instance_id
+from conventions.uuids import require_uuid
+from database.transaction_retry import retry_on_conflict
 from store.changes import change_record
 from store.models import MAX_PRIORITY, UNIQUE_PRIORITY, Rule
 from store.services.locks import rule_sets_lock

@@ -1,8 +1,8 @@
-"""Advisory locks on names (config.advisory_locks) against the real PostgreSQL."""
+"""Advisory locks on names (database.advisory_locks) against the real PostgreSQL."""
 import pytest
 from django.db import connection, transaction
 
-from config.advisory_locks import BUCKETS, advisory_key, advisory_locks
+from database.advisory_locks import BUCKETS, advisory_key, advisory_locks
 
 pytestmark = pytest.mark.django_db
 

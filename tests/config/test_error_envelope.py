@@ -3,7 +3,7 @@ import logging
 import pytest
 from django.test import Client
 
-from config.errors import first_validation_message
+from api.errors import first_validation_message
 from tests.helpers import as_system, assert_error, assert_unauthenticated
 from tests.probe_urls import PROBE
 

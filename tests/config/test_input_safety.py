@@ -1,4 +1,4 @@
-"""Issue 10 items 1 and 2 at the mechanism: what config.input_safety refuses in bodies, the
+"""Issue 10 items 1 and 2 at the mechanism: what api.input_safety refuses in bodies, the
 request guard in URLs and headers, and that no error message can fail to encode."""
 import io
 import json
@@ -7,10 +7,10 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client, RequestFactory, override_settings
 
-from config.errors import envelope, exception_handler
-from config.exceptions import InvalidParameter
-from config.input_safety import encodable, json_problem
-from config.renderers import JSONRenderer
+from api.errors import envelope, exception_handler
+from api.input_safety import encodable, json_problem
+from api.renderers import JSONRenderer
+from conventions.exceptions import InvalidParameter
 from store.models import Rule, ServiceInstance
 from tests.helpers import SYSOP, as_system, assert_error, with_token
 from tests.store.helpers import I_REMOVE, REMOVE

@@ -9,8 +9,8 @@ import urllib.request
 import pytest
 from celery.app.trace import LOG_SUCCESS
 
-from config.log_records import JsonFormatter
-from config.request_id import RequestIdLogFilter
+from api.request_id import RequestIdLogFilter
+from observability.log_records import JsonFormatter
 from tests.concurrency import wait_until
 from tests.ports import reserved_port
 from tests.web_server import gunicorn

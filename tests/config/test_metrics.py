@@ -21,11 +21,11 @@ from prometheus_client.openmetrics.parser import (
 from prometheus_client.parser import text_string_to_metric_families
 
 from config.celery import app as celery_app
-from config.metrics import REQUESTS
-from config.metrics_endpoint import TOKEN_MISSING
 from notifications.batch_sending import deliveries_send
 from notifications.models import NotificationDelivery
 from notifications.services import delivery_send
+from observability.metrics import REQUESTS
+from observability.metrics_endpoint import TOKEN_MISSING
 from serviceregistry import client, peers
 from subscriptions.models import Subscription
 from tests.concurrency import run_together, wait_for

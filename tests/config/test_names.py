@@ -1,8 +1,8 @@
 """Examples from reference-simple §4.1–4.2 (the Java unit tests)."""
 import pytest
 
-from config.conventions import names
-from config.exceptions import InvalidParameter
+from conventions import names
+from conventions.exceptions import InvalidParameter
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""config.transaction_retry: a write transaction aborted for a concurrent one runs again, a
+"""database.transaction_retry: a write transaction aborted for a concurrent one runs again, a
 bounded number of times; a conflict that remains is a 423 LOCKED, never a 500."""
 import sqlite3
 
@@ -7,11 +7,11 @@ import pytest
 from django.db import IntegrityError, OperationalError, transaction
 from rest_framework.test import APIClient
 
-from config.exceptions import Locked
-from config.transaction_retry import CONFLICT_MESSAGE, is_conflict, retry_on_conflict
+from conventions.exceptions import Locked
+from database.transaction_retry import CONFLICT_MESSAGE, is_conflict, retry_on_conflict
 from store.models import Rule
-from tests.helpers import SYSOP, assert_error
 from tests.factories import make_rules
+from tests.helpers import SYSOP, assert_error
 from tests.store.helpers import MODIFY
 
 

@@ -3,10 +3,10 @@ import uuid
 
 import pytest
 
-from config.conventions.pagination import PageRequest, parse_pagination
-from config.conventions.timestamps import format_utc, parse_utc, parse_utc_field
-from config.conventions.uuids import parse_uuid
-from config.exceptions import InvalidParameter
+from conventions.exceptions import InvalidParameter
+from conventions.pagination import PageRequest, parse_pagination
+from conventions.timestamps import format_utc, parse_utc, parse_utc_field
+from conventions.uuids import parse_uuid
 
 U1 = "11111111-1111-1111-1111-111111111111"
 
@@ -150,7 +150,7 @@ class PaginateTests:
         return created
 
     def paginate(self, data):
-        from config.conventions.pagination import paginate
+        from conventions.pagination import paginate
         from identity.models import User
 
         request = parse_pagination(data, sort_fields=["name", "joined"],

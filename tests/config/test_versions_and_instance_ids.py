@@ -1,13 +1,13 @@
 """Examples from reference-simple §4.3–4.4."""
 import pytest
 
-from config.conventions.instance_ids import (
+from conventions.exceptions import InvalidParameter
+from conventions.instance_ids import (
     ServiceInstanceId,
     instance_id,
     parse_instance_id,
 )
-from config.conventions.versions import normalize_version, validate_version, version
-from config.exceptions import InvalidParameter
+from conventions.versions import normalize_version, validate_version, version
 
 PREFIX = "Version verification failure: "
 

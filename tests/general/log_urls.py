@@ -23,4 +23,4 @@ class LoggingProbe(APIView):
 
 
 urlpatterns = [path(LOGGING_PROBE[1:], LoggingProbe.as_view()), *service_urlpatterns]
-handler404 = "config.views.not_found"
+handler404 = "api.views.not_found"

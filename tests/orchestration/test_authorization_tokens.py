@@ -7,9 +7,9 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from config.conventions.timestamps import parse_utc
+from conventions.timestamps import parse_utc
 from orchestration.models import AuthorizationToken
-from orchestration.tokens import (
+from orchestration.tokens.services import (
     TOKEN_VARIANTS,
     TokenGrant,
     is_issuable,

@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from config.conventions.timestamps import parse_utc
+from conventions.timestamps import parse_utc
 from notifications.models import NotificationDelivery
 from orchestration.models import AuthorizationToken, OrchestrationJob, OrchestrationLock
 from serviceregistry import instances, peers
@@ -16,12 +16,16 @@ from store.models import CatalogChange
 from subscriptions.models import Subscription
 from subscriptions.push_jobs import push_job_run
 from subscriptions.services import changes_process
-from tests.fake_consumer_authorization import GENERATE, TOKEN_VERIFY, FakeConsumerAuthorization
+from tests.factories import make_instances, make_rules
+from tests.fake_consumer_authorization import (
+    GENERATE,
+    TOKEN_VERIFY,
+    FakeConsumerAuthorization,
+)
 from tests.fake_service_registry import FakeServiceRegistry
 from tests.helpers import SYSOP, as_system, assert_error
 from tests.orchestration.helpers import PULL, pull
 from tests.ports import reserved_port
-from tests.factories import make_instances, make_rules
 from tests.store.helpers import http_interface, instance_body
 from tests.subscriptions.helpers import (
     PUSH_TRIGGER,

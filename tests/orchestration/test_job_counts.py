@@ -1,15 +1,15 @@
-"""The job counts kept by the job table's triggers (orchestration.job_counts) against the
+"""The job counts kept by the job table's triggers (orchestration.history.job_counts) against the
 table itself: every kind of write, the compaction, and the history query's `count`."""
 import datetime as dt
 
 import pytest
 from django.db import connection, transaction
 
-from orchestration.job_counts import job_count, job_counts_compact
-from orchestration.job_rows import job_rows
-from orchestration.job_serializers import OrchestrationJobSerializer
+from orchestration.history.job_counts import job_count, job_counts_compact
+from orchestration.history.job_rows import job_rows
+from orchestration.history.job_serializers import OrchestrationJobSerializer
+from orchestration.history.retention import jobs_remove_old
 from orchestration.models import JobCountDelta, OrchestrationJob
-from orchestration.retention import jobs_remove_old
 from tests.orchestration.history_helpers import make_job, make_push_job, query_history
 
 Status, Type = OrchestrationJob.Status, OrchestrationJob.Type
@@ -110,7 +110,7 @@ class HistoryCountTests:
 @pytest.mark.django_db
 class JobRowsTests:
     def test_the_database_built_rows_equal_the_serializer_output(self):
-        """orchestration.job_rows builds the entries in SQL on PostgreSQL; they must be what
+        """orchestration.history.job_rows builds the entries in SQL on PostgreSQL; they must be what
         OrchestrationJobSerializer writes, for every kind of value."""
         make_job(minute=0)  # whole seconds: no fraction
         make_job(minute=1, created_at=dt.datetime(2026, 1, 1, 0, 1, 0, 123, tzinfo=dt.UTC),

@@ -4,8 +4,8 @@ import pytest
 from django.utils import timezone
 
 from config.settings import CELERY_BEAT_SCHEDULE
+from orchestration.history.retention import jobs_remove_old
 from orchestration.models import OrchestrationJob
-from orchestration.retention import jobs_remove_old
 from orchestration.tasks import remove_old_jobs_task
 from tests.orchestration.history_helpers import EPOCH, make_job, make_push_job
 from tests.startup import assert_start_refused

@@ -1,16 +1,16 @@
-"""Pull jobs written behind the answer (orchestration/job_writer.py): every pull is recorded,
+"""Pull jobs written behind the answer (orchestration/history/job_writer.py): every pull is recorded,
 outside a transaction by the process's writer thread, inside one at once."""
 import threading
 
 import pytest
 from django.db import transaction
 
-from orchestration import job_writer
-from orchestration.job_counts import job_count
-from orchestration.job_writer import job_writer_flush
+from orchestration.history import job_writer
+from orchestration.history.job_counts import job_count
+from orchestration.history.job_writer import job_writer_flush
 from orchestration.models import OrchestrationJob
-from tests.orchestration.helpers import instance_ids, pull
 from tests.factories import make_rules
+from tests.orchestration.helpers import instance_ids, pull
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -12,16 +12,16 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from orchestration import latency
-from orchestration.latency import (
+from orchestration.pull import latency
+from orchestration.pull.latency import (
     instance_latencies,
     interfaces_measure,
     measure_connect_ms,
 )
 from orchestration.tasks import measure_interface_latency_task
 from store.models import ServiceInstance, ServiceInterface
-from tests.ports import reserved_port
 from tests.factories import make_instances
+from tests.ports import reserved_port
 from tests.store.helpers import http_interface, instance_body, mqtt_interface
 
 pytestmark = pytest.mark.django_db

@@ -1,14 +1,14 @@
-"""The pure matching rules of pull (orchestration/matching.py), without the database: which
+"""The pure matching rules of pull (orchestration/pull/matching.py), without the database: which
 interfaces qualify, the preferred-provider order and grouping (also the fast tests of the
 mutation check, docs/testing.md)."""
-from orchestration.matching import (
+from orchestration.pull.matching import (
     declared_operations,
     group_by,
     preferred_first,
     qualifying_interface,
     qualifying_interfaces,
 )
-from orchestration.types import ServiceRequirement
+from orchestration.pull.types import ServiceRequirement
 
 
 def interface(template: str = "generic_http", policy: str = "NONE", **properties) -> dict:

@@ -1,4 +1,4 @@
-"""Parsed pull requests kept per body (orchestration/parsed_requests.py)."""
+"""Parsed pull requests kept per body (orchestration/pull/parse_cache.py)."""
 import json
 
 import pytest
@@ -6,9 +6,9 @@ from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
-from config.exceptions import InvalidParameter
-from orchestration.apis import request_from_body
-from orchestration.parsed_requests import parsed_request
+from conventions.exceptions import InvalidParameter
+from orchestration.pull.apis import request_from_body
+from orchestration.pull.parse_cache import parsed_request
 from tests.helpers import assert_error
 from tests.orchestration.helpers import PULL, pull
 

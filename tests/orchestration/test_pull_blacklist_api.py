@@ -12,14 +12,14 @@ import pytest
 from django.utils import timezone
 
 from orchestration.models import AuthorizationToken, OrchestrationJob, OrchestrationLock
-from orchestration.pull import orchestrate_preview
-from orchestration.requests import parse_orchestration_request
+from orchestration.pull.normalization import parse_orchestration_request
+from orchestration.pull.services import orchestrate_preview
 from serviceregistry import instances, peers
+from tests.factories import make_instances, make_rules
 from tests.fake_blacklist import CHECK, QUERY, FakeBlacklist, blacklist  # noqa: F401 (fixture)
 from tests.fake_service_registry import FakeServiceRegistry
 from tests.helpers import assert_error
 from tests.orchestration.helpers import PULL, instance_ids, pull
-from tests.factories import make_instances, make_rules
 from tests.store.helpers import http_interface, instance_body
 
 pytestmark = pytest.mark.django_db

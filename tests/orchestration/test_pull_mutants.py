@@ -1,4 +1,4 @@
-"""Pull's boundaries, for the mutation check's survivors of orchestration/pull.py
+"""Pull's boundaries, for the mutation check's survivors of orchestration/pull/services.py
 (docs/testing.md, "Mutation check"): alive times and exclusivity offers exactly at the limit,
 and a consumer's own reservation. Instants are set explicitly, never waited for."""
 import datetime as dt
@@ -8,12 +8,12 @@ from django.utils import timezone
 
 from notifications.models import NotificationDelivery
 from orchestration.models import OrchestrationLock
-from orchestration.pull import orchestrate_unrecorded
-from orchestration.requests import parse_orchestration_request
+from orchestration.pull.normalization import parse_orchestration_request
+from orchestration.pull.services import orchestrate_unrecorded
 from store.models import CatalogChange, ServiceInstance
 from subscriptions.services import changes_process
-from tests.orchestration.helpers import instance_ids, pull
 from tests.factories import make_instances, make_rules
+from tests.orchestration.helpers import instance_ids, pull
 from tests.store.helpers import instance_body
 from tests.subscriptions.helpers import mqtt_notify, subscribe, subscription_body
 

@@ -1,4 +1,4 @@
-"""The pull snapshot (orchestration/snapshot.py): pulls outside a transaction are answered from
+"""The pull snapshot (orchestration/snapshot/state.py): pulls outside a transaction are answered from
 memory, and every change committed before a pull, by any write path and any connection, is
 in its answer. These tests commit (transactional database); the process's snapshot is loaded
 at the start of each."""
@@ -12,17 +12,17 @@ from django.db import ProgrammingError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from orchestration import snapshot as snapshot_module
-from orchestration import snapshot_changes
+from database.prepared_statements import run_prepared
 from orchestration.models import OrchestrationLock, SnapshotChange
-from config.prepared_statements import run_prepared
-from orchestration.pull import orchestrate_preview, orchestrate_unrecorded
-from orchestration.requests import parse_orchestration_request
-from orchestration.snapshot import pull_snapshot
+from orchestration.pull.normalization import parse_orchestration_request
+from orchestration.pull.services import orchestrate_preview, orchestrate_unrecorded
+from orchestration.snapshot import changes as snapshot_changes
+from orchestration.snapshot import state as snapshot_module
+from orchestration.snapshot.state import pull_snapshot
 from store.models import Rule, ServiceInterface
 from tests.concurrency import Background, run_together, wait_until
-from tests.orchestration.helpers import instance_ids, pull
 from tests.factories import make_instances, make_rules
+from tests.orchestration.helpers import instance_ids, pull
 from tests.store.helpers import (
     CREATE,
     I_CREATE,

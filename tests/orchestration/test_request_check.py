@@ -1,4 +1,4 @@
-"""orchestration.request_check, the pull body's type check without DRF, gives exactly the
+"""orchestration.pull.body_check, the pull body's type check without DRF, gives exactly the
 serializer's `validated_data` whenever it accepts a body, and declines (None) the rest, so that
 the serializer answers those with its own messages."""
 import json
@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orchestration.openapi_examples import JAVA_CLIENT, PULL
-from orchestration import request_check
-from orchestration.request_check import checked_orchestration_request
-from orchestration.serializers import (
+from orchestration.pull import body_check as request_check
+from orchestration.pull.body_check import checked_orchestration_request
+from orchestration.pull.serializers import (
     MAX_SECONDS,
     OrchestrationRequestSerializer,
     ServiceRequirementSerializer,

@@ -1,4 +1,4 @@
-"""orchestration.response_data renders a result exactly as OrchestrationResponseSerializer,
+"""orchestration.pull.response_data renders a result exactly as OrchestrationResponseSerializer,
 which stays as the OpenAPI description of the answer: the same data, the same key order, the
 same bytes once rendered."""
 import datetime as dt
@@ -8,10 +8,10 @@ import zoneinfo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from config.renderers import JSONRenderer
-from orchestration.response_data import orchestration_response_data
-from orchestration.serializers import OrchestrationResponseSerializer
-from orchestration.types import OrchestrationResult, OrchestrationResultEntry
+from api.renderers import JSONRenderer
+from orchestration.pull.response_data import orchestration_response_data
+from orchestration.pull.serializers import OrchestrationResponseSerializer
+from orchestration.pull.types import OrchestrationResult, OrchestrationResultEntry
 
 UTC = dt.timezone.utc
 NOON = dt.datetime(2025, 11, 8, 12, tzinfo=UTC)
@@ -43,7 +43,7 @@ def _one(entry: OrchestrationResultEntry) -> dict:
 
 # --- generated results ----------------------------------------------------------------------
 
-# Any Unicode; a lone surrogate now and then (the renderer replaces it, config.renderers).
+# Any Unicode; a lone surrogate now and then (the renderer replaces it, api.renderers).
 TEXT = st.one_of(st.text(max_size=12), st.sampled_from(["\u00e9t\u00e9 \u6e29 \U0001f321",
                                                          "a\ud800b"]))
 # Aware UTC datetimes, whole seconds or with microseconds, across the whole range of years.

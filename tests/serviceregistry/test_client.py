@@ -1,7 +1,7 @@
 """The ServiceRegistry client against the fake over real HTTP: identity, errors (503)."""
 import pytest
 
-from config.exceptions import ExternalServerError
+from conventions.exceptions import ExternalServerError
 from identity.outsourced import reset_login
 from serviceregistry import client, peers
 from tests.fake_authentication import FakeAuthentication

@@ -8,11 +8,9 @@ import pytest
 from django.core.management import call_command
 from django.urls import URLResolver, get_resolver, resolve
 
-from config.views import NotFoundApi
-from identity.operations import served_operation
+from api.operations import SERVICES, operation, served_operation
+from api.views import NotFoundApi
 from serviceregistry.published import (
-    SERVICES,
-    operation,
     public_key_base64,
     service_register_bodies,
     system_register_body,

@@ -1,6 +1,6 @@
 import pytest
 
-from config.exceptions import InvalidParameter
+from conventions.exceptions import InvalidParameter
 from store.addresses import (
     ADDRESS_TYPES,
     detect_address_type,

@@ -24,7 +24,7 @@ class InstanceDeadlockTests:
         """Each INSERT waits at once for a concurrent insert of the same id: inserted in
         request order, two requests listing the same ids in opposite orders waited for each
         other. Now every writer inserts in id order; the second replaces the first's rows."""
-        caplog.set_level(logging.INFO, logger="config.transaction_retry")
+        caplog.set_level(logging.INFO, logger="database.transaction_retry")
         interface = http_interface()
         drafts = [InstanceDraft(f"Provider{n}", "svc", "1.0.0", None, {}, [InterfaceDraft(
             interface["templateName"], interface["protocol"], interface["policy"],

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from config.exceptions import InvalidParameter
+from conventions.exceptions import InvalidParameter
 from store.metadata_requirements import (
     OPERATORS,
     matches,

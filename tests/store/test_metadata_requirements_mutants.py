@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from config.exceptions import InvalidParameter
+from conventions.exceptions import InvalidParameter
 from store.metadata_requirements import matches, regex_budget, validate_requirement
 
 BACKTRACKING = {"name": {"op": "REGEXP", "value": "(a|aa)+"}}

@@ -11,8 +11,8 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from config.conventions.instance_ids import parse_instance_id
-from config.exceptions import InvalidParameter
+from conventions.exceptions import InvalidParameter
+from conventions.instance_ids import parse_instance_id
 from store.models import Rule
 from store.services.rules import ValidRule, rules_store
 from tests.concurrency import (
@@ -21,8 +21,8 @@ from tests.concurrency import (
     run_together,
     second_waits_for_lock,
 )
-from tests.helpers import SYSOP
 from tests.factories import make_rules
+from tests.helpers import SYSOP
 from tests.store.helpers import CREATE, MODIFY, entry
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -137,7 +137,7 @@ class RuleDeadlockTests:
         takes its rule sets' locks first: the second waits, then finds the keys taken. With
         the locks switched off the deadlock happens, and the retry turns it into the same
         400."""
-        caplog.set_level(logging.INFO, logger="config.transaction_retry")
+        caplog.set_level(logging.INFO, logger="database.transaction_retry")
         if locks == "retry alone":
             monkeypatch.setattr("store.services.rules.rule_sets_lock", lambda rule_sets: None)
         rules = [ValidRule("Consumer1", parse_instance_id(f"P{n}|svc|1.0.0"), n)

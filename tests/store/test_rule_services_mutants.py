@@ -9,12 +9,12 @@ import pytest
 from django.db import connection, transaction
 from rest_framework.test import APIClient
 
-from config.conventions.instance_ids import parse_instance_id
+from conventions.instance_ids import parse_instance_id
 from store.models import Rule
 from store.services.rules import ValidRule, rules_store
-from tests.helpers import SYSOP
 from tests.concurrency import lock_waiters, wait_until
 from tests.factories import make_rules
+from tests.helpers import SYSOP
 from tests.store.helpers import MODIFY
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -6,12 +6,12 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
+from conventions.exceptions import ExternalServerError
 from notifications.models import NotificationDelivery
 from orchestration.models import OrchestrationLock
-from orchestration.reservations import locks_remove_expired
+from orchestration.pull.reservations import locks_remove_expired
 from store.models import CatalogChange, Rule, ServiceInstance
 from store.services.instances import instance_remove_expired
-from config.exceptions import ExternalServerError
 from store.services.rules import rule_delete_many, rule_priorities_modify
 from subscriptions import services
 from subscriptions.models import Subscription

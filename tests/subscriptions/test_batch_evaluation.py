@@ -9,11 +9,11 @@ from django.test.utils import CaptureQueriesContext
 from notifications import services as notification_services
 from notifications.models import NotificationDelivery
 from orchestration.models import OrchestrationJob, OrchestrationLock
-from orchestration import snapshot
-from orchestration.snapshot import pull_snapshot
+from orchestration.snapshot import state as snapshot
+from orchestration.snapshot.state import pull_snapshot
 from store.models import CatalogChange
-from subscriptions.models import Subscription
 from subscriptions import services
+from subscriptions.models import Subscription
 from subscriptions.services import changes_process
 from tests.concurrency import Background
 from tests.factories import make_instances, make_rules

@@ -9,14 +9,13 @@ import sys
 
 import pytest
 
-from config.exceptions import InvalidParameter
+from conventions.exceptions import InvalidParameter
 from subscriptions import services
 from subscriptions.models import Subscription
 from subscriptions.requests import parse_subscribe_request
 from subscriptions.serializers import SubscribeSerializer
 from tests.concurrency import hold_first_caller, second_writer_waits
 from tests.helpers import assert_error
-from tests.worker import ROOT
 from tests.subscriptions.helpers import (
     PUSH_SUBSCRIBE,
     SUBSCRIBE,
@@ -27,6 +26,7 @@ from tests.subscriptions.helpers import (
     subscribe,
     subscription_body,
 )
+from tests.worker import ROOT
 
 TAKEN = ("Notify property topic plant/a is the notify topic of another system: a notify "
          "topic belongs to the system it notifies")

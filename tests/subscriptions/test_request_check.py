@@ -10,7 +10,7 @@ from django.test import override_settings
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestration.serializers import MAX_SECONDS
+from orchestration.pull.serializers import MAX_SECONDS
 from subscriptions.openapi_examples import SUBSCRIBE
 from subscriptions.request_check import checked_subscribe_request
 from subscriptions.serializers import NotifyInterfaceSerializer, SubscribeSerializer

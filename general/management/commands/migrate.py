@@ -5,7 +5,7 @@ then finds nothing left to apply (docs/deployment.md)."""
 from django.core.management.commands import migrate
 from django.db import connections
 
-from config.advisory_locks import advisory_key
+from database.advisory_locks import advisory_key
 
 LOCK = advisory_key("migrate", "schema")
 

@@ -1,8 +1,8 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from config.conventions import names
-from config.exceptions import InvalidParameter
+from conventions import names
+from conventions.exceptions import InvalidParameter
 from identity.services import identity_token_issue
 
 

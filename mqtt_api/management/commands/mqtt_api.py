@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from identity.exposure import declared_refusal, policy_record
 from mqtt_api.server import MqttApiServer
 from notifications.transports import TransportError, broker_address
-from orchestration.snapshot import snapshot_start
+from orchestration.snapshot.state import snapshot_start
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 from django.core.management.base import CommandError, CommandParser
 
-from config.conventions import names
-from config.exceptions import InvalidParameter
+from conventions import names
+from conventions.exceptions import InvalidParameter
 from store.files import rules_read
 from store.management.importing import ImportCommand
 from store.services.imports import rule_import, rule_import_plan

@@ -1,0 +1,194 @@
+"""The one error envelope: every non-2xx answer is
+`{"errorMessage", "errorCode", "exceptionType", "origin"}` (SPEC §1).
+
+Apps raise the `conventions.exceptions` classes; DRF's own exceptions, Django's Http404 and
+PermissionDenied, and anything unexpected are translated here. Nothing builds an error
+response by hand elsewhere.
+"""
+import logging
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
+from django.db import InterfaceError, OperationalError
+from django.http import Http404, HttpRequest, JsonResponse, UnreadablePostError
+from rest_framework import exceptions as drf
+from rest_framework.response import Response
+from rest_framework.settings import api_settings
+from rest_framework.views import set_rollback
+
+from api.input_safety import encodable
+from api.request_id import current_request_id
+from conventions.exceptions import (
+    ArrowheadError,
+    AuthError,
+    DataNotFound,
+    ExternalServerError,
+    Forbidden,
+    InternalServerError,
+    InvalidParameter,
+    OperationDependentError,
+)
+from database.transaction_retry import is_conflict
+
+logger = logging.getLogger("serviceorchestration.errors")
+
+
+# DRF exceptions that have no Arrowhead counterpart keep their HTTP status (405, 406, 415)
+# and are reported as INVALID_PARAMETER: the request, not the server, is at fault.
+_DRF_TYPES: list[tuple[type[drf.APIException], str]] = [
+    (drf.NotAuthenticated, AuthError.exception_type),
+    (drf.AuthenticationFailed, AuthError.exception_type),
+    (drf.PermissionDenied, Forbidden.exception_type),
+    (drf.NotFound, DataNotFound.exception_type),
+]
+
+
+def origin_of(request: HttpRequest) -> str:
+    return f"{request.method} {request.path}"
+
+
+def envelope(message: str, status: int, exception_type: str, origin: str) -> dict[str, Any]:
+    """Messages may echo client input: whatever it held, the envelope stays encodable."""
+    return {
+        "errorMessage": encodable(message),
+        "errorCode": status,
+        "exceptionType": exception_type,
+        "origin": encodable(origin),
+    }
+
+
+def error_response(request: HttpRequest, status: int, exception_type: str,
+                   message: str) -> JsonResponse:
+    """The envelope outside DRF views (middleware, Django's error handlers)."""
+    body = envelope(message, status, exception_type, origin_of(request))
+    return JsonResponse(body, status=status)
+
+
+def body_too_large_message() -> str:
+    return f"Request body too large: at most {settings.MAX_REQUEST_BODY_BYTES} bytes are accepted"
+
+
+def exception_handler(exc: Exception, context: Mapping[str, Any]) -> Response:
+    """DRF's EXCEPTION_HANDLER: every exception raised in an API view ends here."""
+    request = context["request"]
+    set_rollback()
+    if isinstance(exc, OperationDependentError):
+        exc = exc.resolve(context.get("view"), request.method)
+    if isinstance(exc, ArrowheadError):
+        status, exception_type, message = exc.status_code, exc.exception_type, exc.message
+    elif isinstance(exc, drf.ValidationError):
+        status, exception_type = 400, InvalidParameter.exception_type
+        message = first_validation_message(exc.detail)
+    elif isinstance(exc, drf.APIException):
+        status, message = exc.status_code, str(exc.detail)
+        exception_type = _drf_exception_type(exc)
+    elif isinstance(exc, Http404):
+        status, exception_type, message = 404, DataNotFound.exception_type, "Not found"
+    elif isinstance(exc, DjangoPermissionDenied):
+        status, exception_type, message = 403, Forbidden.exception_type, "Forbidden"
+    elif isinstance(exc, RequestDataTooBig):  # the request guard answers first; a safety net
+        status, exception_type = 413, InvalidParameter.exception_type
+        message = body_too_large_message()
+    elif isinstance(exc, UnreadablePostError):  # the client went away mid-body
+        status, exception_type = 400, InvalidParameter.exception_type
+        message = "Request body could not be read"
+    elif database_unavailable(exc):
+        log_database_unavailable(request, exc)
+        status, exception_type = 503, ExternalServerError.exception_type
+        message = database_unavailable_message()
+    else:
+        log_unhandled(request, exc)
+        status, exception_type = 500, InternalServerError.exception_type
+        message = internal_error_message()
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    body = envelope(message, status, exception_type, origin_of(request))
+    return Response(body, status=status, headers=headers)
+
+
+def _drf_exception_type(exc: drf.APIException) -> str:
+    for cls, exception_type in _DRF_TYPES:
+        if isinstance(exc, cls):
+            return exception_type
+    if exc.status_code >= 500:
+        return InternalServerError.exception_type
+    return InvalidParameter.exception_type
+
+
+def log_unhandled(request: HttpRequest, exc_info: BaseException | bool) -> None:
+    logger.error("Unhandled exception on %s (request id %s)", origin_of(request),
+                 current_request_id(), exc_info=exc_info)
+
+
+def database_unavailable(exc: BaseException) -> bool:
+    """Whether `exc` means the database could not be reached or lost the connection (server
+    down or restarting, connect timeout, a pooled connection it closed), as opposed to a
+    conflict with a concurrent transaction (`database.transaction_retry`, 423) or a bug."""
+    return isinstance(exc, (OperationalError, InterfaceError)) and not is_conflict(exc)
+
+
+def log_database_unavailable(request: HttpRequest, exc: BaseException) -> None:
+    logger.warning("Database unavailable on %s (request id %s): %s", origin_of(request),
+                   current_request_id(), " ".join(str(exc).split()))
+
+
+def database_unavailable_message() -> str:
+    return ("The database is unavailable; the request was not applied, please retry "
+            f"(request id {current_request_id()})")
+
+
+def internal_error_message() -> str:
+    return f"Internal server error (request id {current_request_id()})"
+
+
+def first_validation_message(detail: Any, path: str = "") -> str:
+    """The first error of a (nested) DRF validation result as one sentence naming the field,
+    e.g. `entries[0].priority: A valid integer is required.`"""
+    if isinstance(detail, Mapping):
+        for key, value in detail.items():
+            if key == api_settings.NON_FIELD_ERRORS_KEY:
+                return first_validation_message(value, path)
+            if isinstance(key, int):  # ListField reports items by index
+                return first_validation_message(value, f"{path}[{key}]")
+            return first_validation_message(value, f"{path}.{key}" if path else str(key))
+    if isinstance(detail, Sequence) and not isinstance(detail, str):
+        # A list of messages for one field, or a list of per-item results (ListSerializer).
+        for index, item in enumerate(detail):
+            if isinstance(item, str):
+                return f"{path}: {item}" if path else str(item)
+            if item:
+                return first_validation_message(item, f"{path}[{index}]")
+        return f"{path}: invalid value" if path else "Invalid request"
+    return f"{path}: {detail}" if path else str(detail)
+
+
+# --- Django-level handlers, for errors that never reach a DRF view -------------------------
+
+
+def server_error(request: HttpRequest) -> JsonResponse:
+    exc = sys.exception()  # Django calls handler500 while handling the exception
+    if exc is not None and database_unavailable(exc):
+        log_database_unavailable(request, exc)
+        return error_response(request, 503, ExternalServerError.exception_type,
+                              database_unavailable_message())
+    log_unhandled(request, True)
+    return error_response(request, 500, InternalServerError.exception_type,
+                          internal_error_message())
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> JsonResponse:
+    if isinstance(exception, RequestDataTooBig):  # e.g. an admin form over the limit
+        return error_response(request, 413, InvalidParameter.exception_type,
+                              body_too_large_message())
+    if isinstance(exception, TooManyFieldsSent):  # Django's DATA_UPLOAD_MAX_NUMBER_FIELDS
+        return error_response(request, 400, InvalidParameter.exception_type,
+                              f"Too many query parameters or form fields: at most "
+                              f"{settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} are accepted")
+    return error_response(request, 400, InvalidParameter.exception_type, "Bad request")
+
+
+def permission_denied(request: HttpRequest, exception: Exception) -> JsonResponse:
+    return error_response(request, 403, Forbidden.exception_type, "Forbidden")

@@ -1,0 +1,139 @@
+"""Readiness (`GET /serviceorchestration/monitor/health`): whether this process can serve now,
+dependency by dependency. Echo stays the liveness probe; this one asks the database (and
+whether every migration is applied), the Celery broker and the MQTT broker when they are
+configured.
+
+Each dependency is asked in a thread of its own with HEALTH_TIMEOUT_SECONDS to answer, so a
+hung dependency costs the probe that long and no more, and one slow part does not hide the
+state of the others. A result is reused for REUSE_SECONDS: a flood of probes opens no more
+connections than one probe a second does."""
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.signals import setting_changed
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.dispatch import receiver
+
+UP, DOWN = "UP", "DOWN"
+REUSE_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class Health:
+    status: str                        # UP when every component is UP
+    components: dict[str, dict[str, str]]
+
+    def as_dict(self) -> dict:
+        return {"status": self.status, "components": self.components}
+
+
+def _database() -> dict[str, str]:
+    """One round trip on a connection of this check's own (it proves that connecting works,
+    not just that a pooled connection still does), then the migration plan."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+        unapplied = _unapplied_migrations()
+    finally:
+        connection.close()
+    return {"migrations": f"{unapplied} not applied"} if unapplied else {}
+
+
+_migrated = threading.Event()  # once applied, they stay applied until the code changes
+
+
+def _unapplied_migrations() -> int:
+    if _migrated.is_set():
+        return 0
+    executor = MigrationExecutor(connection)
+    unapplied = len(executor.migration_plan(executor.loader.graph.leaf_nodes()))
+    if not unapplied:
+        _migrated.set()
+    return unapplied
+
+
+def _celery_broker() -> dict[str, str]:
+    from config.celery import app
+
+    timeout = settings.HEALTH_TIMEOUT_SECONDS
+    with app.connection_for_write(connect_timeout=timeout) as broker:
+        broker.ensure_connection(max_retries=0, timeout=timeout)  # one attempt
+    return {}
+
+
+def _mqtt_broker() -> dict[str, str]:
+    from notifications.transports import mqtt_broker_check
+
+    mqtt_broker_check(time.monotonic() + settings.HEALTH_TIMEOUT_SECONDS)
+    return {}
+
+
+def _checks() -> dict[str, Callable[[], dict[str, str]]]:
+    checks: dict[str, Callable[[], dict[str, str]]] = {"database": _database}
+    if settings.CELERY_BROKER_URL:
+        checks["celeryBroker"] = _celery_broker
+    if settings.MQTT_BROKER_URL:
+        checks["mqttBroker"] = _mqtt_broker
+    return checks
+
+
+def _component(check: Callable[[], dict[str, str]]) -> dict[str, str]:
+    try:
+        details = check()
+    except Exception as error:  # noqa: BLE001 (any failure of a dependency is its DOWN)
+        return {"status": DOWN, "error": _described(error)}
+    if details:
+        return {"status": DOWN, **details}
+    return {"status": UP}
+
+
+def _described(error: Exception) -> str:
+    text = " ".join(str(error).split())[:300]
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _measure() -> Health:
+    checks = _checks()
+    timeout = settings.HEALTH_TIMEOUT_SECONDS
+    pool = ThreadPoolExecutor(max_workers=len(checks), thread_name_prefix="health")
+    try:
+        futures = {name: pool.submit(_component, check) for name, check in checks.items()}
+        deadline = time.monotonic() + timeout
+        components = {}
+        for name, future in futures.items():
+            try:
+                components[name] = future.result(max(0.0, deadline - time.monotonic()))
+            except FutureTimeout:
+                components[name] = {"status": DOWN, "error": f"no answer within {timeout:g} s"}
+    finally:
+        pool.shutdown(wait=False)  # a hung check ends with its own timeout, unwaited for
+    status = UP if all(c["status"] == UP for c in components.values()) else DOWN
+    return Health(status, components)
+
+
+_lock = threading.Lock()
+_last: tuple[float, Health] | None = None
+
+
+def health() -> Health:
+    """The current health, measured at most once per REUSE_SECONDS in this process."""
+    global _last
+    with _lock:
+        if _last is None or time.monotonic() - _last[0] >= REUSE_SECONDS:
+            _last = (time.monotonic(), _measure())
+        return _last[1]
+
+
+@receiver(setting_changed)
+def _forget(**kwargs: object) -> None:
+    """Settings changed (tests do it): the dependencies to ask may have, too."""
+    global _last
+    with _lock:
+        _last = None

@@ -1,0 +1,77 @@
+"""Reads of pull from the database: the consumer's rules, the instances behind them and their
+reservations, as records (orchestration.pull.records), in a fixed number of queries (and at
+most one ServiceRegistry lookup) whatever the number of rules and interfaces. Outside a
+transaction pull reads the same from the process's snapshot (orchestration.snapshot.state)."""
+import datetime as dt
+from collections.abc import Iterable
+
+from django.conf import settings
+
+from orchestration.models import OrchestrationLock
+from orchestration.pull.records import (
+    CatalogInstance,
+    PullRule,
+    Reservation,
+    interface_record,
+)
+from serviceregistry.instances import RegistryInstance, registry_instances
+from store.models import Rule, ServiceInstance, ServiceInterface
+
+
+def consumer_rules(*, consumer: str, service_definition: str | None) -> list[PullRule]:
+    """The consumer's rules, best priority first, ties by service definition (one query,
+    served by the (consumer, serviceDefinition, priority) and (consumer, priority) indexes)."""
+    rules = Rule.objects.filter(consumer=consumer)
+    if service_definition:
+        rules = rules.filter(service_definition=service_definition)
+    return [PullRule(*row) for row in rules.order_by("priority", "service_definition")
+            .values_list("service_instance_id", "service_definition", "priority")]
+
+
+def registry_instance(instance: RegistryInstance) -> CatalogInstance:
+    return CatalogInstance(
+        instance.service_instance_id, None, instance.expires_at, instance.metadata,
+        tuple(interface_record(i.template_name, i.protocol, i.policy, i.properties)
+              for i in instance.interfaces.all()))
+
+
+def catalog_instances(instance_ids: Iterable[str], *,
+                      local=None) -> dict[str, CatalogInstance]:
+    """The instances behind the ids: with SERVICE_REGISTRY_URL set, the ServiceRegistry's
+    (one lookup, cached; ServiceRegistryUnavailable when it fails), then the local catalog for
+    the ids the ServiceRegistry does not know (docs/local-cloud.md), read by `local` (default:
+    `local_instances`, the database). Ids in neither are absent."""
+    ids = set(instance_ids)
+    found: dict[str, CatalogInstance] = {}
+    if settings.SERVICE_REGISTRY_URL and ids:
+        found.update((instance_id, registry_instance(instance))
+                     for instance_id, instance in registry_instances(ids).items())
+    found.update((local or local_instances)(ids - found.keys()))
+    return found
+
+
+def local_instances(instance_ids: Iterable[str]) -> dict[str, CatalogInstance]:
+    """Catalog entries by instance id, with their interfaces in order (two queries; none for
+    no ids)."""
+    ids = list(instance_ids)
+    if not ids:
+        return {}
+    rows = list(ServiceInstance.objects.filter(service_instance_id__in=ids).values_list(
+        "pk", "service_instance_id", "expires_at", "metadata"))
+    interfaces: dict[int, list[dict]] = {pk: [] for pk, *_ in rows}
+    for instance, *interface in (ServiceInterface.objects.filter(instance__in=interfaces)
+                                 .order_by("instance", "position")
+                                 .values_list("instance", "template_name", "protocol", "policy",
+                                              "properties")):
+        interfaces[instance].append(interface_record(*interface))
+    return {instance_id: CatalogInstance(instance_id, pk, expires_at, metadata,
+                                         tuple(interfaces[pk]))
+            for pk, instance_id, expires_at, metadata in rows}
+
+
+def active_locks(instance_ids: Iterable[str], *, now: dt.datetime) -> dict[str, Reservation]:
+    """Unexpired locks of these instances, by instance id (one query)."""
+    return {instance_id: Reservation(owner, expires_at)
+            for instance_id, owner, expires_at in OrchestrationLock.objects.filter(
+                service_instance_id__in=list(instance_ids), expires_at__gt=now)
+            .values_list("service_instance_id", "owner", "expires_at")}

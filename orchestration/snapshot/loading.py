@@ -1,0 +1,108 @@
+"""Reading the pull snapshot's data from the database: all of it, or the rules of some
+consumers and some instances with their interfaces and reservations. Plain SQL through the
+request thread's connection, no model instances: a million rules load in seconds."""
+import datetime as dt
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from django.db import connection
+from django.utils.dateparse import parse_datetime
+
+from orchestration.pull.records import (
+    CatalogInstance,
+    PullRule,
+    Reservation,
+    interface_record,
+)
+from orchestration.snapshot.changes import INSTANCES, INTERFACES, LOCKS, RULES
+
+# Rules by consumer, then by service definition, best priority first.
+ConsumerRules = dict[str, tuple[PullRule, ...]]
+_CHUNK = 500  # values of one IN list (SQLite allows a few hundred at least)
+
+
+def _json(value: Any) -> Any:
+    """PostgreSQL hands JSONB to Django as text, SQLite stores text."""
+    return json.loads(value) if isinstance(value, (str, bytes)) else value
+
+
+def _aware(value: Any) -> dt.datetime | None:
+    """SQLite hands back naive datetimes (or text); the database holds UTC."""
+    if isinstance(value, str):
+        value = parse_datetime(value)
+    if value is not None and value.tzinfo is None:
+        value = value.replace(tzinfo=dt.timezone.utc)
+    return value
+
+
+def _rows(sql: str, keys: Iterable[str | int] | None = None) -> Iterator[tuple]:
+    """Rows of `sql`, whose `{keys}` is replaced by an IN list of `keys` (in chunks); without
+    keys, by a condition that holds."""
+    with connection.cursor() as cursor:
+        if keys is None:
+            cursor.execute(sql.format(keys="TRUE" if connection.vendor == "postgresql" else "1"))
+            yield from cursor.fetchall()
+            return
+        keys = list(keys)
+        for start in range(0, len(keys), _CHUNK):
+            chunk = keys[start:start + _CHUNK]
+            cursor.execute(sql.format(keys=f"IN ({', '.join(['%s'] * len(chunk))})"), chunk)
+            yield from cursor.fetchall()
+
+
+def load_rules(consumers: Iterable[str] | None = None) -> dict[str, ConsumerRules]:
+    """The rules of `consumers` (None: of everybody) by consumer and service definition;
+    consumers without rules are absent."""
+    condition = "{keys}" if consumers is None else "consumer {keys}"
+    grouped: dict[str, dict[str, list[PullRule]]] = {}
+    intern = sys.intern  # a million rules share a few thousand instance ids and names
+    for consumer, instance_id, definition, priority in _rows(
+            f"SELECT consumer, service_instance_id, service_definition, priority FROM {RULES} "
+            f"WHERE {condition}", consumers):
+        definition = intern(definition)
+        grouped.setdefault(intern(consumer), {}).setdefault(definition, []).append(
+            PullRule(intern(instance_id), definition, priority))
+    return {consumer: {definition: tuple(sorted(rules, key=lambda rule: rule.priority))
+                       for definition, rules in by_definition.items()}
+            for consumer, by_definition in grouped.items()}
+
+
+def load_instances(instance_ids: Iterable[str] | None = None) -> dict[str, CatalogInstance]:
+    """The catalog entries of `instance_ids` (None: all) with their interfaces in order."""
+    instance_ids = None if instance_ids is None else list(instance_ids)
+    condition = "{keys}" if instance_ids is None else "service_instance_id {keys}"
+    rows = list(_rows(f"SELECT id, service_instance_id, expires_at, metadata FROM {INSTANCES} "
+                      f"WHERE {condition}", instance_ids))
+    interfaces: dict[int, list[dict]] = {row[0]: [] for row in rows}
+    # One table a statement: a statement never holds one table's lock while it waits for
+    # another's, so reads and a concurrent TRUNCATE cannot deadlock.
+    condition = "{keys}" if instance_ids is None else "instance_id {keys}"
+    for instance, *interface in sorted(
+            _rows(f"SELECT instance_id, position, template_name, protocol, policy, properties "
+                  f"FROM {INTERFACES} WHERE {condition}",
+                  None if instance_ids is None else list(interfaces)),
+            key=lambda row: (row[0], row[1])):
+        if instance in interfaces:  # an instance created after its row was read: next change
+            position, template, protocol, policy, properties = interface
+            interfaces[instance].append(
+                interface_record(template, protocol, policy, _json(properties)))
+    return {sys.intern(instance_id): CatalogInstance(instance_id, pk, _aware(expires_at),
+                                                     _json(metadata), tuple(interfaces[pk]))
+            for pk, instance_id, expires_at, metadata in rows}
+
+
+def load_reservations(instance_ids: Iterable[str] | None = None) -> dict[str, Reservation]:
+    """Every lock of `instance_ids` (None: all), expired ones too (pull compares times)."""
+    condition = "{keys}" if instance_ids is None else "service_instance_id {keys}"
+    return {instance_id: Reservation(owner, _aware(expires_at))
+            for instance_id, owner, expires_at in _rows(
+                f"SELECT service_instance_id, owner, expires_at FROM {LOCKS} WHERE {condition}",
+                instance_ids)}
+
+
+def count_rules() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*) FROM {RULES}")
+        return cursor.fetchone()[0]

@@ -1,0 +1,358 @@
+"""The pull snapshot: every rule, catalog instance and reservation, held in memory by each web
+process, so that a pull reads them without querying them (issue 14, docs/performance.md).
+
+Correctness first: a pull answered from the snapshot sees every change committed before the
+pull arrived, as a pull that queried the tables would. Before answering, the pull asks the
+change feed (orchestration/snapshot/changes.py, written by database triggers) for the rows
+after the process's position: one small indexed query, usually answered with none. Rows that
+are there are applied first: the rules of the consumers they name and the instances (entry,
+interfaces, reservation) they name are read again. A pull applies at most MAX_INLINE_CHANGES
+rows; with more it queries the database and leaves them to the background thread, which
+applies up to MAX_APPLIED_CHANGES at once. More than that, a TRUNCATE, or a position too old
+to trust (the feed is pruned) drop the snapshot until it is loaded again in the background;
+pulls query the database meanwhile.
+
+Pull reads the database directly instead:
+- inside a transaction (subscription previews, tests), where the snapshot cannot see what the
+  transaction itself wrote;
+- while the snapshot is loading (at start and after a reload was needed);
+- with PULL_SNAPSHOT=false, or more than PULL_SNAPSHOT_MAX_RULES rules (memory: about
+  150 bytes a rule).
+
+A background thread per process loads the snapshot at start and reads the feed every
+REFRESH_SECONDS, so that an idle process keeps its position and does not fall behind.
+Applying changes and installing a load hold the snapshot's lock; reading the feed and
+answering do not (of two pulls that read the feed at once, the one whose read began later
+decides the position). A pull racing a commit may see part of that concurrent transaction (the rules but not yet
+the instance it created), never a state older than its arrival.
+"""
+import contextlib
+import gc
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Iterable
+
+from django.conf import settings
+from django.db import connection
+
+from orchestration.pull.records import CatalogInstance, PullRule, Reservation
+from orchestration.snapshot.changes import (
+    CHANGE_KEEP_SECONDS,
+    Change,
+    FeedPosition,
+    changes_since,
+    feed_start,
+)
+from orchestration.snapshot.loading import (
+    ConsumerRules,
+    count_rules,
+    load_instances,
+    load_reservations,
+    load_rules,
+)
+
+logger = logging.getLogger(__name__)
+
+MAX_INLINE_CHANGES = 200  # a pull applies at most these; more are the background's
+MAX_APPLIED_CHANGES = 20_000  # the background thread's; more: load everything again
+REFRESH_SECONDS = 5
+RETRY_SECONDS = 5
+# While other pulls are under way in the process, a feed read begins no sooner than this after
+# the previous one began, so that the pulls arriving meanwhile share it; a lone pull never
+# waits.
+GATHER_SECONDS = 0.002
+# A web worker freezes its objects again (see PullSnapshot.freeze_after_load) once it has
+# applied this many changes since the last time.
+FREEZE_AFTER_CHANGES = 10_000
+# A position not read for this long may have lost rows to pruning.
+TRUSTED_SECONDS = CHANGE_KEEP_SECONDS / 2
+
+
+class SnapshotView:
+    """What pull reads, from the snapshot (the same records as orchestration.pull.selectors)."""
+
+    def __init__(self, data: "_Data") -> None:
+        self._data = data
+
+    def consumer_rules(self, *, consumer: str, service_definition: str | None) -> list[PullRule]:
+        by_definition = self._data.rules.get(consumer)
+        if not by_definition:
+            return []
+        if service_definition:
+            return list(by_definition.get(service_definition, ()))
+        return sorted((rule for rules in by_definition.values() for rule in rules),
+                      key=lambda rule: (rule.priority, rule.service_definition))
+
+    def local_instances(self, instance_ids: Iterable[str]) -> dict[str, CatalogInstance]:
+        instances = self._data.instances
+        return {instance_id: instance for instance_id in instance_ids
+                if (instance := instances.get(instance_id)) is not None}
+
+    def active_locks(self, instance_ids: Iterable[str], *, now) -> dict[str, Reservation]:
+        locks = self._data.locks
+        return {instance_id: lock for instance_id in instance_ids
+                if (lock := locks.get(instance_id)) is not None and lock.expires_at > now}
+
+
+class _Data:
+    def __init__(self, rules: dict[str, ConsumerRules], instances: dict[str, CatalogInstance],
+                 locks: dict[str, Reservation]) -> None:
+        self.rules, self.instances, self.locks = rules, instances, locks
+        self.rule_count = sum(len(r) for by_def in rules.values() for r in by_def.values())
+
+
+class PullSnapshot:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._data: _Data | None = None  # None: not loaded, or dropped until the next load
+        self._position: FeedPosition | None = None
+        self._read_at = 0.0  # monotonic time at which the applied position was read
+        self._read_began = 0.0  # monotonic time at which the last feed read began
+        self._pulls = 0  # pulls of this process in view() now
+        self._tickets = itertools.count(1)  # orders this process's pulls and feed reads
+        self._reading = False  # a feed read is under way
+        self._read_done = threading.Condition(self._lock)
+        self._wake = threading.Event()
+        self._next_load = 0.0  # monotonic time before which a refused load is not retried
+        self._thread: threading.Thread | None = None
+        # A web worker moves what it holds out of the garbage collector's reach (gc.freeze)
+        # after each load and after each FREEZE_AFTER_CHANGES applied changes, and collects
+        # nothing while it loads: the snapshot is millions of objects that no cycle
+        # collection frees, and each full collection walked them all, stalling the process
+        # for 0.1-0.5 s.
+        self.freeze_after_load = False
+        self._unfrozen = 0  # changes applied since the last freeze
+
+    # --- answering ------------------------------------------------------------------------
+
+    def view(self, *, limit: int | None = None) -> SnapshotView | None:
+        """The snapshot with every change committed until now applied; None when pull must
+        query the database (see the module docstring). At most `limit` (MAX_INLINE_CHANGES)
+        changes are applied here: more are left to the background thread.
+
+        One feed read at a time per process: a pull that arrives while one is under way waits
+        for it and, unless that read began after the pull arrived, for the next one, which
+        then serves every pull that arrived before it began. While other pulls are under way,
+        that next read waits until GATHER_SECONDS after the previous one began."""
+        limit = limit or MAX_INLINE_CHANGES
+        with self._lock:
+            self._pulls += 1
+            arrival = next(self._tickets)
+        try:
+            return self._view(arrival, limit)
+        finally:
+            with self._lock:
+                self._pulls -= 1
+
+    def _view(self, arrival: int, limit: int) -> SnapshotView | None:
+        while True:
+            with self._lock:
+                while self._reading and self._data is not None:
+                    self._read_done.wait()
+                data, position = self._data, self._position
+                if data is None:
+                    return None
+                if position.ticket > arrival:
+                    return SnapshotView(data)  # a read begun after this pull arrived
+                now = time.monotonic()
+                if now - self._read_at > TRUSTED_SECONDS:
+                    self._drop(data, "its feed position is too old to trust")
+                    return None
+                self._reading = True
+                gather = self._read_began + GATHER_SECONDS - now if self._pulls > 1 else 0
+            try:
+                if gather > 0:
+                    time.sleep(gather)  # the pulls arriving meanwhile wait for this read
+                started = self._read_began = time.monotonic()
+                changes, after = changes_since(position, limit, next(self._tickets))
+            except BaseException:
+                with self._lock:
+                    self._reading = False
+                    self._read_done.notify_all()
+                raise
+            with self._lock:  # the waiting pulls go on once this read is applied
+                self._reading = False
+                self._read_done.notify_all()
+                if self._data is not data:
+                    continue  # loaded anew meanwhile: read again from its position
+                if not self._apply(changes, after, limit):
+                    return None
+                self._position, self._read_at = after, started
+                self._unfrozen += len(changes)
+                if self._unfrozen >= FREEZE_AFTER_CHANGES and self.freeze_after_load:
+                    self._wake.set()  # the background thread freezes them
+                return SnapshotView(data)
+
+    def _apply(self, changes: list[Change], after: FeedPosition | None, limit: int) -> bool:
+        """Under the lock. False when the changes cannot be applied here: too many (the
+        background thread takes them, or a reload when it has too many itself) or
+        everything (a reload)."""
+        if after is None:
+            if limit >= MAX_APPLIED_CHANGES:
+                self._drop(self._data, f"more than {limit} changes at once")
+            else:
+                self._wake.set()
+            return False
+        if any(change.everything for change in changes):
+            self._drop(self._data, "a table was emptied")
+            return False
+        if changes:
+            self._reload_keys({c.consumer for c in changes if c.consumer},
+                              {c.service_instance_id for c in changes if c.service_instance_id})
+            if self._data.rule_count > settings.PULL_SNAPSHOT_MAX_RULES:
+                self._drop(self._data, "more than PULL_SNAPSHOT_MAX_RULES rules")
+                return False
+        return True
+
+    def _drop(self, data: "_Data", reason: str) -> None:
+        """Under the lock: stop answering from `data` (if still current) until the next
+        load."""
+        if self._data is data:
+            self._data = None
+            logger.info("Pull snapshot dropped until reloaded: %s", reason)
+        self._wake.set()
+
+    def _reload_keys(self, consumers: set[str], instance_ids: set[str]) -> None:
+        data = self._data
+        if consumers:
+            rules = load_rules(consumers)
+            for consumer in consumers:
+                old = data.rules.pop(consumer, None)
+                data.rule_count -= sum(map(len, old.values())) if old else 0
+                if consumer in rules:
+                    data.rules[consumer] = rules[consumer]
+                    data.rule_count += sum(map(len, rules[consumer].values()))
+        if instance_ids:
+            instances, locks = load_instances(instance_ids), load_reservations(instance_ids)
+            for instance_id in instance_ids:
+                _replace(data.instances, instance_id, instances.get(instance_id))
+                _replace(data.locks, instance_id, locks.get(instance_id))
+
+    # --- loading --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """The background thread of this process (started once; after a fork, again)."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._maintain, daemon=True,
+                                                name="pull-snapshot")
+                self._thread.start()
+
+    def _maintain(self) -> None:
+        while True:
+            try:
+                if self._data is None:
+                    if time.monotonic() >= self._next_load:
+                        self.load()
+                else:
+                    # Keeps the position fresh while no pull comes, and applies what the pulls
+                    # left: too many changes for one of them.
+                    self.view(limit=MAX_APPLIED_CHANGES)
+                    if self._unfrozen >= FREEZE_AFTER_CHANGES and self.freeze_after_load:
+                        self._freeze()
+            except Exception:  # the database may be away; pulls query it meanwhile
+                logger.warning("Pull snapshot not refreshed; retrying in %s s", RETRY_SECONDS,
+                               exc_info=True)
+                time.sleep(RETRY_SECONDS)
+            finally:
+                connection.close()
+            if self._data is not None or time.monotonic() < self._next_load:
+                self._wake.wait(REFRESH_SECONDS)
+            self._wake.clear()
+
+    def _freeze(self) -> None:
+        self._unfrozen = 0
+        _freeze_objects()
+
+    def load(self) -> bool:
+        """Load everything (the background thread; tests). False when there are more rules
+        than PULL_SNAPSHOT_MAX_RULES (tried again after REFRESH_SECONDS × 10)."""
+        started = time.monotonic()
+        rules = count_rules()
+        if rules > settings.PULL_SNAPSHOT_MAX_RULES:
+            self._next_load = started + REFRESH_SECONDS * 10
+            logger.info("Pull snapshot not loaded: %d rules, PULL_SNAPSHOT_MAX_RULES is %d",
+                        rules, settings.PULL_SNAPSHOT_MAX_RULES)
+            return False
+        ticket = next(self._tickets)
+        position = feed_start(ticket)  # before the data: what commits later is in the feed
+        collecting = gc.isenabled() and self.freeze_after_load
+        if collecting:  # each collection during the load would walk all it loaded so far
+            gc.disable()
+        try:
+            data = _Data(load_rules(), load_instances(), load_reservations())
+        finally:
+            if collecting:
+                gc.enable()
+        with self._lock:
+            self._data, self._position, self._read_at = data, position, started
+        if self.freeze_after_load:
+            self._freeze()
+        logger.info("Pull snapshot loaded: %d rules, %d instances in %.2f s", data.rule_count,
+                    len(data.instances), time.monotonic() - started)
+        return True
+
+
+def _freeze_objects() -> None:
+    """Young cyclic garbage is collected first (what requests left), so that little of it is
+    frozen for good; the rest of the process's objects leave the collector's reach."""
+    gc.collect(1)
+    gc.freeze()
+
+
+def _replace(records: dict, key: str, record: object | None) -> None:
+    if record is None:
+        records.pop(key, None)
+    else:
+        records[key] = record
+
+
+pull_snapshot = PullSnapshot()  # this process's
+
+
+_transaction_reads = threading.local()
+_UNREAD = object()
+
+
+@contextlib.contextmanager
+def snapshot_in_transaction(allowed: bool = True):
+    """Within the block, orchestrations inside a transaction may read the snapshot, and they
+    all read one view of it, brought up to date when the first of them asks (one feed read
+    for the block). For callers whose transaction has written nothing the snapshot holds
+    (rules, instances, reservations), so the snapshot's committed state is what the
+    transaction would read, and which hold the locks that make a change committed after
+    that read come back to them (subscriptions/services.py `_evaluate_batch`)."""
+    before = (getattr(_transaction_reads, "allowed", False),
+              getattr(_transaction_reads, "view", _UNREAD))
+    _transaction_reads.allowed, _transaction_reads.view = allowed, _UNREAD
+    try:
+        yield
+    finally:
+        _transaction_reads.allowed, _transaction_reads.view = before
+
+
+def snapshot_view() -> SnapshotView | None:
+    """The snapshot for a pull, or None when the pull must query the database."""
+    if not settings.PULL_SNAPSHOT or connection.vendor not in ("postgresql", "sqlite"):
+        return None
+    if connection.in_atomic_block:
+        if not getattr(_transaction_reads, "allowed", False):
+            return None
+        if _transaction_reads.view is _UNREAD:
+            pull_snapshot.start()
+            _transaction_reads.view = pull_snapshot.view()
+        return _transaction_reads.view
+    pull_snapshot.start()
+    return pull_snapshot.view()
+
+
+def snapshot_start() -> None:
+    """Load the snapshot of this process in the background (a web worker at start); what
+    the process holds once it is loaded is left out of garbage collections."""
+    if settings.PULL_SNAPSHOT:
+        pull_snapshot.freeze_after_load = True
+        pull_snapshot.start()
