@@ -1,8 +1,8 @@
 """The Blacklist filter (BLACKLIST_FILTER; reference-dynamic §9.5, audit §2 "Blacklist
 filter"; docs/identity.md "Blacklist").
 
-Two questions are asked of the cloud's Blacklist system, found like every peer
-(serviceregistry.peers: BLACKLIST_URL or the ServiceRegistry):
+Two questions are asked of the cloud's Blacklist system (clients.blacklist, found like every
+peer: BLACKLIST_URL or the ServiceRegistry):
 - is the requester blacklisted? `blacklistDiscovery`/`check` → a bare boolean; asked by
   `BlacklistPermission` for every request that has an identity;
 - which of these providers are listed? `blacklistManagement`/`query`, paged until every entry
@@ -27,34 +27,19 @@ from django.utils import timezone
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
+from clients import blacklist
+from clients.blacklist import BLACKLIST_SYSTEM
+from clients.errors import PeerRefused, PeerUnavailable
 from conventions.exceptions import Forbidden
 from conventions.names import normalize_system_name
 from conventions.timestamps import format_utc
-from serviceregistry.peers import (
-    PeerOperation,
-    PeerRefused,
-    PeerService,
-    PeerUnavailable,
-    call,
-)
 
 logger = logging.getLogger("serviceorchestration.blacklist")
 
-BLACKLIST_SYSTEM = "Blacklist"
 UNAVAILABLE = "Blacklist system is not available, the system might be blacklisted"
 _PASSED_THROUGH = (401, 403)  # the Java filter rethrows AuthException and ForbiddenException
 _CHECK_KEY = "blacklist:check:"
 _LISTED_KEY = "blacklist:listed:"
-
-BLACKLIST_DISCOVERY = PeerService(
-    system=BLACKLIST_SYSTEM, definition="blacklistDiscovery", url_setting="BLACKLIST_URL",
-    base_path="/blacklist", operations={"lookup": PeerOperation("GET", "/lookup"),
-                                        "check": PeerOperation("GET", "/check/{systemName}")})
-BLACKLIST_MANAGEMENT = PeerService(
-    system=BLACKLIST_SYSTEM, definition="blacklistManagement", url_setting="BLACKLIST_URL",
-    base_path="/blacklist/mgmt", operations={"query": PeerOperation("POST", "/query"),
-                                             "create": PeerOperation("POST", "/create"),
-                                             "remove": PeerOperation("DELETE", "/remove")})
 
 
 def blacklist_message(name: str) -> str:
@@ -78,9 +63,7 @@ def is_blacklisted(name: str) -> bool:
     cached = cache.get(_CHECK_KEY + name)
     if cached is not None:
         return cached
-    answer = call(BLACKLIST_DISCOVERY, "check", path_params=(name,))
-    if not isinstance(answer, bool):
-        raise PeerUnavailable(f"{BLACKLIST_DISCOVERY.label('check')} answered no boolean")
+    answer = blacklist.check(name)
     cache.set(_CHECK_KEY + name, answer, settings.BLACKLIST_CACHE_SECONDS)
     return answer
 
@@ -111,22 +94,11 @@ def _query_all(names: list[str]) -> list[dict[str, Any]]:
         body = {"pagination": {"page": page, "size": size, "direction": None, "sortField": None},
                 "systemNames": names, "mode": None, "issuers": None, "revokers": None,
                 "reason": None, "alivesAt": alives_at}
-        page_entries, count = _entry_page(call(BLACKLIST_MANAGEMENT, "query", body=body))
+        page_entries, count = blacklist.query(body)
         entries.extend(page_entries)
         if not page_entries or len(entries) >= count:
             return entries
         page, size = (1, len(page_entries)) if page is None else (page + 1, size)
-
-
-def _entry_page(answer: object) -> tuple[list[dict[str, Any]], int]:
-    """The entries and total count of a BlacklistEntryListResponseDTO."""
-    entries = answer.get("entries") if isinstance(answer, dict) else None
-    count = answer.get("count") if isinstance(answer, dict) else None
-    if not isinstance(entries, list) or type(count) is not int or not all(
-            isinstance(entry, dict) and isinstance(entry.get("systemName"), str)
-            for entry in entries):
-        raise PeerUnavailable(f"{BLACKLIST_MANAGEMENT.label('query')} answered no entry list")
-    return entries, count
 
 
 # --- the filter -------------------------------------------------------------------------------

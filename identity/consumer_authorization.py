@@ -13,12 +13,8 @@ from django.conf import settings
 from django.core.cache import cache
 
 from api.operations import ServiceOperation
-from serviceregistry import peers
-
-AUTHORIZATION = peers.PeerService(
-    system="ConsumerAuthorization", definition="authorization",
-    url_setting="CONSUMER_AUTHORIZATION_URL", base_path="/consumerauthorization/authorization",
-    operations={"verify": peers.PeerOperation("POST", "/verify")})
+from clients.consumer_authorization import authorization_verify
+from clients.errors import PeerRefused, PeerUnavailable
 
 _CACHE_PREFIX = "ca-management:"
 
@@ -43,8 +39,8 @@ def management_granted(consumer: str, operation: ServiceOperation) -> bool:
     body = {"provider": settings.SYSTEM_NAME, "consumer": consumer, "cloud": "LOCAL",
             "targetType": "SERVICE_DEF", "target": operation.service, "scope": operation.name}
     try:
-        answer = peers.call(AUTHORIZATION, "verify", body=body)
-    except (peers.PeerUnavailable, peers.PeerRefused) as error:
+        answer = authorization_verify(body)
+    except (PeerUnavailable, PeerRefused) as error:
         raise ConsumerAuthorizationUnavailable(error.message) from error
     if not isinstance(answer, bool):
         raise ConsumerAuthorizationUnavailable("ConsumerAuthorization authorization/verify "

@@ -22,8 +22,8 @@ from typing import Any
 from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
-from serviceregistry import client
-from serviceregistry.client import ServiceRegistryUnavailable
+from clients import serviceregistry as registry
+from clients.serviceregistry import ServiceRegistryUnavailable
 
 CACHE_MAX_ENTRIES = 10_000
 
@@ -131,7 +131,7 @@ def registry_instances(instance_ids: Iterable[str], *,
     missing = [i for i in ids if i not in answers]
     if missing:
         looked_up = {entry.service_instance_id: entry
-                     for entry in map(adapt, client.service_lookup(missing))}
+                     for entry in map(adapt, registry.service_lookup(missing))}
         fetched = {i: looked_up.get(i) for i in missing}
         _cache.store(fetched, now)
         answers.update(fetched)

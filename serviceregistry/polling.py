@@ -1,14 +1,16 @@
 """The ServiceRegistry has no change events: the instances behind live subscriptions are
 looked up periodically (one lookup per poll) and those whose data changed since the last
 poll, appeared or went away are recorded as catalog changes (store.changes), which the
-subscriptions app turns into re-evaluations and pushes (docs/local-cloud.md "Polling")."""
+subscriptions app turns into re-evaluations and pushes (docs/local-cloud.md "Polling").
+Whose instances to poll is the subscriptions app's to say (it is above this one): its beat
+task (subscriptions.tasks `serviceregistry.poll_instances`) gives the consumers as a callable."""
 import datetime as dt
 import hashlib
 import json
+from collections.abc import Callable, Iterable
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from database.transaction_retry import retry_on_conflict
@@ -16,7 +18,6 @@ from serviceregistry.instances import RegistryInstance, registry_instances
 from serviceregistry.models import PolledInstance
 from store.changes import change_record
 from store.models import Rule
-from subscriptions.models import Subscription
 
 
 def rule_instance_ids(consumers) -> list[str]:
@@ -43,16 +44,15 @@ def fingerprint(instance: RegistryInstance | None) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def instances_poll() -> int:
-    """One poll; returns how many instances changed (an instance seen for the first time
+def instances_poll(consumers_at: Callable[[dt.datetime], Iterable[str]]) -> int:
+    """One poll of the rule instances of `consumers_at(now)` (the targets of the subscriptions
+    alive now); returns how many instances changed (an instance seen for the first time
     counts: the subscriptions behind it are evaluated once more). A failing ServiceRegistry
     raises ServiceRegistryUnavailable; the next poll tries again, nothing is lost."""
     if not settings.SERVICE_REGISTRY_URL:
         return 0
     now = timezone.now()
-    targets = (Subscription.objects.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
-               .values_list("target", flat=True).distinct())
-    ids = rule_instance_ids(targets)
+    ids = rule_instance_ids(consumers_at(now))
     found = registry_instances(ids, refresh=True) if ids else {}
     return _changes_record({i: fingerprint(found.get(i)) for i in ids}, now)
 

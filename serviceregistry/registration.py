@@ -18,11 +18,11 @@ from typing import Any
 
 from django.conf import settings
 
-from serviceregistry import client, published
-from serviceregistry.client import (
-    ServiceRegistryUnavailable,
-    ServiceRegistryUnreachable,
-)
+from clients import serviceregistry as registry
+from clients.identity import identity_token_source
+from clients.serviceregistry import ServiceRegistryUnavailable, ServiceRegistryUnreachable
+from identity.outsourced import own_identity_token
+from serviceregistry import published
 
 _logger = logging.getLogger("serviceorchestration.serviceregistry")
 
@@ -82,13 +82,13 @@ class Registration:
         return True
 
     def _register(self) -> None:
-        client.system_revoke()
+        registry.system_revoke()
         self.system_registered = False
         self.instance_ids.clear()
-        client.system_register(published.system_register_body())
+        registry.system_register(published.system_register_body())
         self.system_registered = True
         for body in published.service_register_bodies():
-            self.instance_ids.append(client.service_register(body))
+            self.instance_ids.append(registry.service_register(body))
 
     def revoke(self) -> None:
         """Stop registering, then revoke what was registered; never longer than
@@ -108,9 +108,9 @@ class Registration:
                           revoked, settings.SYSTEM_NAME)
 
     def _revoke_until(self, deadline: float) -> int | None:
-        calls = [(client.service_revoke, (instance_id,)) for instance_id in self.instance_ids]
+        calls = [(registry.service_revoke, (instance_id,)) for instance_id in self.instance_ids]
         if self.system_registered:
-            calls.append((client.system_revoke, ()))
+            calls.append((registry.system_revoke, ()))
         revoked = 0
         for call, args in calls:
             remaining = deadline - time.monotonic()
@@ -125,7 +125,7 @@ class Registration:
             except ServiceRegistryUnavailable as error:
                 self.log.warning("ServiceRegistry revocation failed: %s", error.message)
                 continue
-            revoked += call is client.service_revoke
+            revoked += call is registry.service_revoke
         return revoked
 
 
@@ -163,6 +163,8 @@ def start_registration(log: Any = _logger,
     global _registration
     if not settings.SERVICE_REGISTRY_URL:
         return None
+    # The master runs without Django's apps, so identity's ready() has not given it yet.
+    identity_token_source(own_identity_token)
     _registration = Registration(log)
     log.info("Registering %s in the ServiceRegistry at %s", settings.SYSTEM_NAME,
              settings.SERVICE_REGISTRY_URL)

@@ -44,6 +44,8 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework.utils.encoders import JSONEncoder
 
+from clients.errors import PeerRefused
+from clients.serviceregistry import ServiceRegistryUnavailable
 from conventions.exceptions import ExternalServerError, Forbidden, InvalidParameter
 from database.advisory_locks import advisory_locks
 from database.bulk_insert import rows_insert
@@ -60,8 +62,6 @@ from orchestration.pull.response_data import orchestration_response_data
 from orchestration.pull.services import orchestrate_preview, orchestrate_recorded
 from orchestration.pull.types import OrchestrationResult
 from orchestration.snapshot.state import snapshot_in_transaction
-from serviceregistry.client import ServiceRegistryUnavailable
-from serviceregistry.peers import PeerRefused
 from serviceregistry.polling import instances_refresh
 from store.models import CatalogChange, Rule
 from subscriptions.models import LOCK_NAMESPACE, Subscription, identity_key

@@ -1,4 +1,10 @@
+import datetime as dt
+import logging
+
 from celery import shared_task
+
+# The name the poll's log lines had when the task lived in serviceregistry/tasks.py.
+_poll_logger = logging.getLogger("serviceregistry.tasks")
 
 
 @shared_task(name="subscriptions.process_changes", acks_late=True)
@@ -33,3 +39,33 @@ def sweep_push_jobs_task() -> int:
     from subscriptions.push_jobs import push_jobs_sweep
 
     return push_jobs_sweep()
+
+
+@shared_task(name="serviceregistry.poll_instances")
+def poll_instances_task() -> int:
+    """Periodic (Celery beat, SERVICE_REGISTRY_POLL_SECONDS, scheduled only with
+    SERVICE_REGISTRY_URL): record the ServiceRegistry instances behind live subscriptions that
+    changed since the last poll as catalog changes (serviceregistry.polling, which cannot ask
+    for the subscriptions itself). Returns how many changed; a failing ServiceRegistry is
+    logged and the next poll tries again (nothing is lost)."""
+    from django.conf import settings
+
+    from clients.serviceregistry import ServiceRegistryUnavailable
+    from serviceregistry.polling import instances_poll
+
+    try:
+        return instances_poll(_live_targets)
+    except ServiceRegistryUnavailable as error:
+        _poll_logger.warning("ServiceRegistry poll failed (next in %s s): %s",
+                             settings.SERVICE_REGISTRY_POLL_SECONDS, error.message)
+        return 0
+
+
+def _live_targets(now: dt.datetime):
+    """The consumers of the subscriptions alive at `now` (a query, evaluated by the poll)."""
+    from django.db.models import Q
+
+    from subscriptions.models import Subscription
+
+    return (Subscription.objects.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+            .values_list("target", flat=True).distinct())

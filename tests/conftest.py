@@ -13,7 +13,8 @@ from rest_framework.test import APIClient  # noqa: E402
 from config.celery import app as celery_app  # noqa: E402
 from notifications import address_policy  # noqa: E402
 from orchestration.history.job_writer import job_writer_flush  # noqa: E402
-from serviceregistry import instances, peers  # noqa: E402
+from clients import exchange, peers  # noqa: E402
+from serviceregistry import instances  # noqa: E402
 from tests import services  # noqa: E402
 from tests.endpoints import HttpSink, MqttReceiver  # noqa: E402
 from tests.fake_service_registry import FakeServiceRegistry  # noqa: E402
@@ -107,7 +108,7 @@ def registry(settings):
     fake = FakeServiceRegistry()
     settings.SERVICE_REGISTRY_URL = fake.url
     settings.SERVICE_REGISTRY_CACHE_SECONDS = 10
-    peers.opener.cache_clear()
+    exchange.opener.cache_clear()
     instances.cache_clear()
     peers.forget_locations()
     yield fake

@@ -25,7 +25,7 @@ import pytest
 from django.core.cache import cache
 
 from conventions.timestamps import parse_utc
-from serviceregistry import peers
+from clients import peers
 from tests.fake_authentication import error_body, iso, utc_now
 from tests.fake_system import FakeSystem, not_found
 

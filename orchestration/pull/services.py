@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.utils import timezone
 
+from clients.errors import PeerRefused
 from conventions.exceptions import ArrowheadError, ExternalServerError, InvalidParameter
 from conventions.exclusivity import MAX_EXCLUSIVITY_SECONDS, exclusivity_seconds
 from identity.blacklist import providers_allowed
@@ -34,7 +35,6 @@ from orchestration.pull.types import (
 from orchestration.snapshot.state import snapshot_view
 from orchestration.tokens import ca_tokens
 from orchestration.tokens.services import TokenGrant, is_issuable, tokens_issue
-from serviceregistry.peers import PeerRefused
 from store.metadata_requirements import matches_any, regex_budget
 
 logger = logging.getLogger(__name__)

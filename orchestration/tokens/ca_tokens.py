@@ -11,17 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from clients.consumer_authorization import SYSTEM, tokens_generate_unbound
+from clients.errors import PeerRefused
 from conventions.exceptions import ExternalServerError
 from conventions.timestamps import parse_utc
 from orchestration.tokens.services import TokenGrant
-from serviceregistry import peers
-
-SYSTEM = "ConsumerAuthorization"
-TOKEN_MANAGEMENT = peers.PeerService(
-    system=SYSTEM, definition="authorizationTokenManagement",
-    url_setting="CONSUMER_AUTHORIZATION_URL",
-    base_path="/consumerauthorization/authorization/mgmt/token",
-    operations={"generate-tokens": peers.PeerOperation("POST", "/generate")})
 
 # The scope of a token for the whole service definition (no operations requested); the CA
 # answers it as "" and the token is then keyed by its target, the service definition.
@@ -65,10 +59,8 @@ def tokens_generate(grants: Sequence[TokenGrant]) -> list[GeneratedToken]:
     if not requests:
         return []
     try:
-        answer = peers.call(TOKEN_MANAGEMENT, "generate-tokens",
-                            body={"list": [generation_request(g) for g in requests]},
-                            query=[("unbound", "true")])
-    except peers.PeerRefused as refusal:
+        answer = tokens_generate_unbound([generation_request(g) for g in requests])
+    except PeerRefused as refusal:
         raise TokenGenerationFailed(
             f"{SYSTEM} refused to generate the authorization tokens (HTTP "
             f"{refusal.status_code} {refusal.exception_type}): {refusal.message}") from refusal

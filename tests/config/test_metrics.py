@@ -26,7 +26,8 @@ from notifications.models import NotificationDelivery
 from notifications.services import delivery_send
 from observability.metrics import REQUESTS
 from observability.metrics_endpoint import TOKEN_MISSING
-from serviceregistry import client, peers
+from clients import exchange
+from clients import serviceregistry as client
 from subscriptions.models import Subscription
 from tests.concurrency import run_together, wait_for
 from tests.endpoints import make_delivery
@@ -272,7 +273,7 @@ class OutboundMetricsTests:
 
     def test_a_failed_service_registry_call_counts_as_failed(self, api, metrics_on, settings):
         settings.SERVICE_REGISTRY_URL = f"http://127.0.0.1:{reserved_port()}"
-        peers.opener.cache_clear()
+        exchange.opener.cache_clear()
         name = f"{PREFIX}_outbound_calls_total"
         labels = {"system": "ServiceRegistry", "operation": "systemDiscovery/revoke",
                   "outcome": "failed"}

@@ -3,7 +3,7 @@
 import pytest
 from django.core.cache import cache
 
-from serviceregistry import peers
+from clients import peers
 from store.models import Rule
 from tests.fake_consumer_authorization import VERIFY, FakeConsumerAuthorization
 from tests.helpers import SYSOP, as_system, assert_error

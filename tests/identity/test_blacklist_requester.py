@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from serviceregistry import peers
+from clients import exchange, peers
 from tests.fake_blacklist import CHECK, QUERY, blacklist  # noqa: F401 (fixture)
 from tests.fake_service_registry import FakeServiceRegistry
 from tests.helpers import SYSOP, as_system, assert_error
@@ -177,7 +177,7 @@ class CacheTests:
 def registry(settings) -> Iterator[FakeServiceRegistry]:
     fake = FakeServiceRegistry()
     settings.SERVICE_REGISTRY_URL = fake.url
-    peers.opener.cache_clear()
+    exchange.opener.cache_clear()
     peers.forget_locations()
     yield fake
     fake.stop()

@@ -11,7 +11,8 @@ import pytest
 from django.core.cache import cache
 
 from identity import outsourced
-from serviceregistry import client, peers
+from clients import authentication as authentication_client
+from clients import exchange
 from tests.fake_authentication import FakeAuthentication
 from tests.fake_service_registry import FakeServiceRegistry
 from tests.helpers import assert_error, assert_unauthenticated, with_token
@@ -47,7 +48,7 @@ def authentication() -> Iterator[FakeAuthentication]:
 def registry(settings) -> Iterator[FakeServiceRegistry]:
     fake = FakeServiceRegistry()
     settings.SERVICE_REGISTRY_URL = fake.url
-    peers.opener.cache_clear()
+    exchange.opener.cache_clear()
     yield fake
     fake.stop()
 
@@ -132,7 +133,7 @@ class AuthenticationDiscoveryTests:
 
     def test_it_answers_503_to_pull_when_the_service_registry_is_down(self, api, settings):
         settings.SERVICE_REGISTRY_URL = f"http://127.0.0.1:{reserved_port()}"
-        peers.opener.cache_clear()
+        exchange.opener.cache_clear()
         response = api.post(PULL, {}, format="json", **with_token("t-1"))
         assert_error(response, 503, "EXTERNAL_SERVER_ERROR",
                      UNAVAILABLE + "identity lookup failed: ServiceRegistry POST /serviceregistry"
@@ -152,7 +153,7 @@ class IdentityInterfaceTests:
         interface = identity_interface("http://10.0.0.5:8443", "generic_https")
         interface["properties"]["basePath"] = "/auth/"
         interface["properties"]["operations"]["identity-verify"]["path"] = "/check"
-        location = outsourced._http_location(interface)
+        location = authentication_client._http_location(interface)
         assert location.origin == "https://10.0.0.5:8443"
         assert location.paths == {"identity-login": "/auth/login",
                                   "identity-verify": "/auth/check"}
@@ -160,7 +161,7 @@ class IdentityInterfaceTests:
     def test_it_falls_back_to_the_reference_layout_without_operations(self):
         interface = identity_interface("http://authentication.local:8443")
         del interface["properties"]["operations"]
-        location = outsourced._http_location(interface)
+        location = authentication_client._http_location(interface)
         assert location.paths == {"identity-login": "/authentication/identity/login",
                                   "identity-verify": "/authentication/identity/verify"}
 
@@ -172,7 +173,7 @@ class IdentityInterfaceTests:
     ])
     def test_it_skips_an_interface_it_cannot_call(self, properties):
         interface = {"templateName": "generic_http", "properties": properties}
-        assert outsourced._http_location(interface) is None
+        assert authentication_client._http_location(interface) is None
 
 
 def start(**env: str) -> subprocess.CompletedProcess:

@@ -11,7 +11,8 @@ import pytest
 from conventions.timestamps import parse_utc
 from notifications.models import NotificationDelivery
 from orchestration.models import AuthorizationToken, OrchestrationJob, OrchestrationLock
-from serviceregistry import instances, peers
+from clients import exchange, peers
+from serviceregistry import instances
 from store.models import CatalogChange
 from subscriptions.models import Subscription
 from subscriptions.push_jobs import push_job_run
@@ -90,7 +91,7 @@ def verify_at_ca(ca: FakeConsumerAuthorization, token: str, provider: str) -> di
 def fresh_peers():
     """Every test looks the CA up anew (a location found in one must not leak)."""
     peers.forget_locations()
-    peers.opener.cache_clear()
+    exchange.opener.cache_clear()
     yield
     peers.forget_locations()
 

@@ -14,7 +14,8 @@ from django.utils import timezone
 from orchestration.models import AuthorizationToken, OrchestrationJob, OrchestrationLock
 from orchestration.pull.normalization import parse_orchestration_request
 from orchestration.pull.services import orchestrate_preview
-from serviceregistry import instances, peers
+from clients import exchange
+from serviceregistry import instances
 from tests.factories import make_instances, make_rules
 from tests.fake_blacklist import CHECK, QUERY, FakeBlacklist, blacklist  # noqa: F401 (fixture)
 from tests.fake_service_registry import FakeServiceRegistry
@@ -50,7 +51,7 @@ def registry(settings) -> Iterator[FakeServiceRegistry]:
     fake = FakeServiceRegistry()
     settings.SERVICE_REGISTRY_URL = fake.url
     settings.SERVICE_REGISTRY_CACHE_SECONDS = 10
-    peers.opener.cache_clear()
+    exchange.opener.cache_clear()
     instances.cache_clear()
     for instance_id in (P1, P2, P3, P4):
         fake.put_instance(instance_id, interfaces=[http_interface()])

@@ -3,7 +3,8 @@ import pytest
 
 from conventions.exceptions import ExternalServerError
 from identity.outsourced import reset_login
-from serviceregistry import client, peers
+from clients import exchange
+from clients import serviceregistry as client
 from tests.fake_authentication import FakeAuthentication
 from tests.fake_service_registry import FakeServiceRegistry
 from tests.ports import reserved_port
@@ -15,7 +16,7 @@ NAME = "SimpleStoreServiceOrchestration"
 def registry(settings):
     fake = FakeServiceRegistry()
     settings.SERVICE_REGISTRY_URL = fake.url
-    peers.opener.cache_clear()
+    exchange.opener.cache_clear()
     yield fake
     fake.stop()
 
@@ -56,7 +57,7 @@ class ServiceRegistryClientTests:
 
     def test_it_reports_an_unreachable_service_registry(self, settings):
         settings.SERVICE_REGISTRY_URL = f"http://127.0.0.1:{reserved_port()}"
-        peers.opener.cache_clear()
+        exchange.opener.cache_clear()
         with pytest.raises(client.ServiceRegistryUnreachable) as raised:
             client.system_revoke()
         assert raised.value.message == ("ServiceRegistry DELETE /serviceregistry/"

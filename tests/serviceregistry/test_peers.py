@@ -1,8 +1,8 @@
-"""The client of other Arrowhead systems' operations (serviceregistry/peers.py), over real HTTP
+"""The client of other Arrowhead systems' operations (clients/peers.py), over real HTTP
 against the fake ConsumerAuthorization and the fake ServiceRegistry."""
 import pytest
 
-from serviceregistry import peers
+from clients import peers
 from tests.fake_consumer_authorization import TOKEN_VERIFY, VERIFY, FakeConsumerAuthorization
 
 SERVICE = peers.PeerService(

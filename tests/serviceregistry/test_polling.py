@@ -6,10 +6,10 @@ import pytest
 
 from notifications.models import NotificationDelivery
 from serviceregistry.models import PolledInstance
-from serviceregistry.tasks import poll_instances_task
 from store.models import CatalogChange
 from subscriptions.models import Subscription
 from subscriptions.services import changes_process
+from subscriptions.tasks import poll_instances_task
 from tests.factories import make_rules
 from tests.store.helpers import http_interface
 from tests.subscriptions.helpers import mqtt_notify, subscribe, subscription_body

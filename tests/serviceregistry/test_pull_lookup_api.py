@@ -8,7 +8,8 @@ import pytest
 
 from notifications.models import NotificationDelivery
 from orchestration.models import OrchestrationJob
-from serviceregistry import client, instances, peers
+from clients import exchange
+from serviceregistry import instances
 from store.models import CatalogChange
 from subscriptions.models import Subscription
 from subscriptions.services import changes_process, subscriptions_evaluate_flagged
@@ -179,7 +180,7 @@ class RegistryFailureTests:
 
     def test_it_answers_503_when_the_registry_is_unreachable(self, api, registry, settings):
         settings.SERVICE_REGISTRY_URL = f"http://127.0.0.1:{reserved_port()}"
-        peers.opener.cache_clear()
+        exchange.opener.cache_clear()
         make_rules(("CarConsumer1", ONE, 1))
         assert_error(pull(api), 503, "EXTERNAL_SERVER_ERROR",
                      "ServiceRegistry POST /serviceregistry/service-discovery/lookup?verbose="
