@@ -7,7 +7,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from identity.exposure import declared_refusal, policy_record
 from mqtt_api.server import MqttApiServer
-from notifications.transports import TransportError, broker_address
+from notifications.mqtt_broker import broker_address
+from notifications.transport_errors import TransportError
 from orchestration.snapshot.state import snapshot_start
 
 
