@@ -1,8 +1,9 @@
-"""The Celery application shared by the web process, workers and beat."""
+"""The Celery application shared by the web process, workers and beat. What a worker's
+processes start (its `worker_process_init`): config/processes.py."""
 import os
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun, worker_process_init
+from celery.signals import task_postrun, task_prerun
 from django.db import close_old_connections
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -28,13 +29,3 @@ def _connections_check(sender=None, **kwargs) -> None:  # noqa: ANN001 - Celery'
     if sender is not None and not getattr(sender.request, "is_eager", False):
         close_old_connections()
 
-
-@worker_process_init.connect
-def _snapshot_load(**kwargs) -> None:  # noqa: ANN003 - Celery's signature
-    """Each prefork child evaluating subscriptions previews from its pull snapshot: load it
-    in the background when the child starts, as a web worker does (config/gunicorn.py), so
-    that the first change does not find it still unloaded (then its previews read the
-    database, several times slower)."""
-    from orchestration.snapshot.state import snapshot_start
-
-    snapshot_start()

@@ -8,6 +8,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 from django.conf import settings  # noqa: E402
 
+from config import processes  # noqa: E402
+
 bind = [f"{settings.HOST}:{settings.PORT}"]
 # Threaded workers with read deadlines: slow clients cannot hold the server (docs/performance.md).
 worker_class = "config.workers.ServiceWorker"
@@ -99,36 +101,25 @@ def child_exit(server, worker) -> None:
 
 
 def post_worker_init(worker) -> None:
-    """Without a Celery broker (`make run` defaults) nothing else runs the periodic tasks
-    (expiry, notification retries): run them in a thread of each web worker. Each worker loads
-    its pull snapshot in the background (orchestration/snapshot/state.py)."""
-    from config.scheduler import start_in_process_scheduler
-    from orchestration.snapshot.state import snapshot_start
-
-    start_in_process_scheduler()
-    snapshot_start()
+    """In each worker after the fork, what config/processes.py lists for a web worker: without
+    a Celery broker (`make run` defaults) a thread runs the periodic tasks (expiry,
+    notification retries); the pull snapshot loads in the background."""
+    processes.web_worker_start()
 
 
 def worker_exit(server, worker) -> None:
     """A worker stopping gracefully writes the pull jobs it has not written yet
-    (orchestration/history/job_writer.py)."""
-    from orchestration.history.job_writer import job_writer_flush
-
-    job_writer_flush()
+    (orchestration/history/job_writer.py) and ends its snapshot thread (config/processes.py)."""
+    processes.web_worker_stop()
 
 
 def when_ready(server) -> None:
     """In the master, once: register in the ServiceRegistry in a background thread (nothing
-    without SERVICE_REGISTRY_URL; docs/local-cloud.md)."""
-    from serviceregistry.registration import start_registration
-
-    # Its thread starts working once the first workers are forked (WORKERS is filled by then).
-    start_registration(server.log, ready=lambda: len(server.WORKERS) >= server.num_workers)
+    without SERVICE_REGISTRY_URL; docs/local-cloud.md; config/processes.py)."""
+    processes.web_master_start(server)
 
 
 def on_exit(server) -> None:
     """In the master, after the workers stopped (SIGTERM, SIGINT): revoke what was registered,
     within SERVICE_REGISTRY_REVOKE_SECONDS."""
-    from serviceregistry.registration import revoke_registration
-
-    revoke_registration()
+    processes.web_master_stop()

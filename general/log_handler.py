@@ -23,9 +23,9 @@ import traceback
 import weakref
 from dataclasses import dataclass
 
+from general.log_columns import MAX_LOGGER_LENGTH
 from general.severities import RANKS, severity_of
 
-MAX_LOGGER_LENGTH = 100  # the reference's column
 MAX_MESSAGE_LENGTH = 10_000  # longer messages (and tracebacks) are cut, ending in "…"
 QUEUE_CAPACITY = 10_000
 BATCH_SIZE = 100

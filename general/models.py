@@ -1,6 +1,6 @@
 from django.db import models
 
-from general.log_handler import MAX_LOGGER_LENGTH
+from general.log_columns import MAX_LOGGER_LENGTH
 from general.severities import RANKS
 
 

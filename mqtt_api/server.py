@@ -28,7 +28,7 @@ from mqtt_api.front_door import Answer, answer, error_answer
 from mqtt_api.messages import TemplateError, parse_request, response_bytes
 from mqtt_api.operations import OPERATIONS
 from mqtt_api.response_topics import answer_refusal
-from notifications.transports import broker_address, mqtt_client
+from notifications.mqtt_broker import broker_address, mqtt_client
 
 logger = logging.getLogger(__name__)
 

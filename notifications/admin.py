@@ -4,8 +4,9 @@ from django.http import HttpRequest
 from django.utils.text import Truncator
 
 from api.admin_display import short_time, truncated
+from notifications.handover import is_http
 from notifications.models import NotificationDelivery, NotificationDestination
-from notifications.services import deliveries_retry, is_http
+from notifications.outbox import deliveries_retry
 
 
 @admin.register(NotificationDelivery)

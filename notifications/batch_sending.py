@@ -20,9 +20,9 @@ from datetime import timedelta
 from django.db.models import F
 from django.utils import timezone
 
-from notifications import transports
 from notifications.heartbeat import ClaimHeartbeat
 from notifications.models import NotificationDelivery
+from notifications.mqtt_publishing import mqtt_publish_many
 from notifications.selectors import deliveries_neighbours
 from notifications.services import (
     EXPIRED,
@@ -32,6 +32,7 @@ from notifications.services import (
     _record,
     attempts_failed,
 )
+from notifications.transport_errors import TransportError
 from observability.metrics import deliveries_recorded
 
 
@@ -97,7 +98,7 @@ def _neighbours(claimed: list[NotificationDelivery]) -> tuple[set[uuid.UUID], se
 def _send(deliveries: list[NotificationDelivery]) -> dict[uuid.UUID, str]:
     claimed_at = deliveries[0].claimed_at
     with ClaimHeartbeat([delivery.id for delivery in deliveries], claimed_at):
-        outcomes = transports.mqtt_publish_many(
+        outcomes = mqtt_publish_many(
             [(delivery.properties.get("topic"), delivery.payload) for delivery in deliveries])
     statuses: dict[uuid.UUID, str] = {}
     delivered = [delivery.id for delivery, error in zip(deliveries, outcomes) if error is None]
@@ -115,7 +116,7 @@ def _send(deliveries: list[NotificationDelivery]) -> dict[uuid.UUID, str]:
             statuses.update(NotificationDelivery.objects.filter(id__in=delivered)
                             .values_list("id", "status"))
     failed: dict[tuple[str, bool],
-                 tuple[transports.TransportError, list[NotificationDelivery]]] = {}
+                 tuple[TransportError, list[NotificationDelivery]]] = {}
     for delivery, error in zip(deliveries, outcomes):
         if error is not None:  # one warning per distinct error (a lost broker: one for all)
             failed.setdefault((str(error), error.transient), (error, []))[1].append(delivery)

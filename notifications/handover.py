@@ -1,10 +1,10 @@
 """Handing committed deliveries to whatever sends them: the queue of their transport
 (`make worker`'s workers), or without a broker this process's pools (notifications/inprocess.py).
 
-Tasks are looked up by name in Celery's registry, so the outbox (notifications/services.py)
-and the tasks that send from it (notifications/tasks.py) do not import each other. Handing over never raises: the
-rows are committed, and when the broker is down (or an eager run fails) the sweeper sends
-them later.
+Tasks are looked up by name in Celery's registry, so the outbox (notifications/outbox.py) and
+the tasks that send from it (notifications/tasks.py) do not import each other. Handing over
+never raises: the rows are committed, and when the broker is down (or an eager run fails) the
+sweeper sends them later.
 """
 import logging
 import uuid

@@ -21,7 +21,8 @@ from django.utils import timezone
 from notifications.batch_sending import deliveries_send
 from notifications.handover import deliveries_enqueue, delivery_enqueue, is_http
 from notifications.models import NotificationDelivery
-from notifications.services import DELIVERY_BATCH, LEASE_EXPIRED, Status, delivery_send
+from notifications.outbox import DELIVERY_BATCH
+from notifications.services import LEASE_EXPIRED, Status, delivery_send
 
 logger = logging.getLogger(__name__)
 

@@ -69,7 +69,7 @@ def _celery_broker() -> dict[str, str]:
 
 
 def _mqtt_broker() -> dict[str, str]:
-    from notifications.transports import mqtt_broker_check
+    from notifications.mqtt_broker import mqtt_broker_check
 
     mqtt_broker_check(time.monotonic() + settings.HEALTH_TIMEOUT_SECONDS)
     return {}

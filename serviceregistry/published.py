@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 
 from api.operations import SERVICES, PublishedService
-from notifications.transports import broker_address
+from notifications.mqtt_broker import broker_address
 
 # The framework version the Java systems register with (`Constants.AH_FRAMEWORK_VERSION`).
 FRAMEWORK_VERSION = "5.2.0"

@@ -14,7 +14,7 @@ The push path, from a change to the subscriber, step by step:
    (`_evaluate_batch`): locks them (skipping those another round holds), previews each
    orchestration from one view of the pull snapshot, and for each result that differs from
    the last one pushed writes, in bulk, the PUSH job, the notification
-   (`notifications.services` `deliveries_create`, which supersedes the subscription's older
+   (`notifications.outbox` `deliveries_create`, which supersedes the subscription's older
    pending one) and the new result. A subscription whose committed orchestration would
    differ from its preview (reservations, tokens) is evaluated alone
    (`subscription_evaluate`, `subscription_push_queue`).
@@ -50,7 +50,7 @@ from conventions.exceptions import ExternalServerError, Forbidden, InvalidParame
 from database.advisory_locks import advisory_locks
 from database.bulk_insert import rows_insert
 from database.transaction_retry import retry_on_conflict
-from notifications.services import (
+from notifications.outbox import (
     Notification,
     deliveries_cancel,
     deliveries_create,

@@ -14,6 +14,7 @@ from config.celery import app as celery_app  # noqa: E402
 from notifications import address_policy  # noqa: E402
 from orchestration.history.job_writer import job_writer_flush  # noqa: E402
 from clients import exchange, peers  # noqa: E402
+from orchestration.snapshot.state import snapshot_stop  # noqa: E402
 from serviceregistry import instances  # noqa: E402
 from tests import services  # noqa: E402
 from tests.endpoints import HttpSink, MqttReceiver  # noqa: E402
@@ -58,10 +59,13 @@ def pytest_runtest_teardown(item, nextitem):
     """Pull jobs are written behind the answer by a thread (orchestration.history.job_writer): a test's
     are written before its fixtures (the database first) are torn down, so that no insert runs
     into the flush of a transactional test's tables; and the session's workers are left with
-    nothing to send (`deliveries_settle`)."""
+    nothing to send (`deliveries_settle`). After the last test the pull snapshot's thread
+    ends before the test database goes (config/processes.py)."""
     job_writer_flush()
     if "celery_worker" in item.fixturenames:
         deliveries_settle()
+    if nextitem is None:
+        snapshot_stop()
     return (yield)
 
 

@@ -24,7 +24,7 @@ from paho.mqtt.client import Client, MQTTMessage
 from paho.mqtt.enums import CallbackAPIVersion
 
 from notifications.models import NotificationDelivery
-from notifications.transports import http_destination
+from notifications.http_delivery import http_destination
 from tests.concurrency import WAIT_SECONDS, wait_for
 
 BODY = {"results": [{"serviceInstanceId": "P|svc|1.0.0"}], "warnings": []}

@@ -8,7 +8,7 @@ from django.db.models import F
 def backfill_unfinished(apps, schema_editor):
     """Rows still in flight get a heartbeat (their claim time) so that the sweeper can release
     them, and HTTP(S) rows get their destination, so that the limit and breaker see them."""
-    from notifications.transports import http_destination
+    from notifications.http_delivery import http_destination
 
     delivery = apps.get_model("notifications", "NotificationDelivery")
     delivery.objects.filter(status="SENDING").update(heartbeat_at=F("claimed_at"))

@@ -115,6 +115,7 @@ class PullSnapshot:
         self._reading = False  # a feed read is under way
         self._read_done = threading.Condition(self._lock)
         self._wake = threading.Event()
+        self._stopping = threading.Event()  # stop(): the background thread ends
         self._next_load = 0.0  # monotonic time before which a refused load is not retried
         self._thread: threading.Thread | None = None
         # A web worker moves what it holds out of the garbage collector's reach (gc.freeze)
@@ -238,12 +239,22 @@ class PullSnapshot:
             return
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
+                self._stopping.clear()
                 self._thread = threading.Thread(target=self._maintain, daemon=True,
                                                 name="pull-snapshot")
                 self._thread.start()
 
+    def stop(self, timeout: float) -> None:
+        """End the background thread after what it is doing, waiting for it up to `timeout`
+        seconds (at process exit, before the database goes away; config/processes.py)."""
+        self._stopping.set()
+        self._wake.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
     def _maintain(self) -> None:
-        while True:
+        while not self._stopping.is_set():
             try:
                 if self._data is None:
                     if time.monotonic() >= self._next_load:
@@ -356,3 +367,8 @@ def snapshot_start() -> None:
     if settings.PULL_SNAPSHOT:
         pull_snapshot.freeze_after_load = True
         pull_snapshot.start()
+
+
+def snapshot_stop(timeout: float = 5.0) -> None:
+    """End this process's background thread, if it runs (see PullSnapshot.stop)."""
+    pull_snapshot.stop(timeout)

@@ -17,7 +17,7 @@ from django.conf import settings
 from paho.mqtt.client import Client
 from paho.mqtt.enums import CallbackAPIVersion
 
-from notifications.transports import mqtt_publish
+from notifications.mqtt_publishing import mqtt_publish
 from tests.endpoints import broker_state_directory, mosquitto
 from tests.mqtt_api.clients import PULL_BODY, Api, Caller
 from tests.ports import reserved_port

@@ -14,7 +14,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from notifications.models import NotificationDelivery
-from notifications.services import deliveries_cancel, delivery_create, delivery_send
+from notifications.outbox import deliveries_cancel, delivery_create
+from notifications.services import delivery_send
 from notifications.sweeping import deliveries_sweep
 from tests.concurrency import Background, wait_for
 from tests.endpoints import BODY, make_delivery
@@ -110,7 +111,7 @@ def _create_in_process_with_dead_broker(properties: dict) -> subprocess.Complete
         import django
         django.setup()
         from django.db import transaction
-        from notifications.services import delivery_create
+        from notifications.outbox import delivery_create
         with transaction.atomic():
             delivery_create(subscription_id=uuid.uuid4(), protocol="HTTP",
                             properties={properties!r}, payload={BODY!r}, expires_at=None)

@@ -8,9 +8,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from notifications.destinations import destination_admit
+from notifications.http_delivery import http_destination
 from notifications.models import NotificationDelivery, NotificationDestination
 from notifications.services import delivery_send
-from notifications.transports import TransportError, http_destination, send
+from notifications.transports import TransportError, send
 from tests.concurrency import run_together
 from tests.endpoints import BODY, SilentTcpServer, make_delivery
 from tests.ports import reserved_port

@@ -5,9 +5,10 @@ import time
 
 import pytest
 
-from notifications import transports
-
-from notifications.transports import TransportError, broker_address, http_url, send
+from notifications import mqtt_publishing
+from notifications.http_delivery import http_url
+from notifications.mqtt_broker import broker_address
+from notifications.transports import TransportError, send
 from tests.concurrency import Background, wait_until
 from tests.endpoints import BODY, SilentTcpServer
 from tests.ports import reserved_port
@@ -52,21 +53,21 @@ class MqttTransportTests:
 
     def test_the_process_keeps_one_connection_for_its_publishes(self, mqtt_receiver):
         send("MQTT", {"topic": mqtt_receiver.topic}, BODY)
-        first = transports._publisher._client
+        first = mqtt_publishing._publisher._client
         send("MQTT", {"topic": mqtt_receiver.topic}, {"second": True})
-        assert transports._publisher._client is first and first.is_connected()
+        assert mqtt_publishing._publisher._client is first and first.is_connected()
         assert [json.loads(mqtt_receiver.get().payload) for _ in range(2)] == [
             BODY, {"second": True}]
 
     def test_a_lost_connection_is_opened_again_at_the_next_publish(self, mqtt_receiver):
         send("MQTT", {"topic": mqtt_receiver.topic}, BODY)
-        lost = transports._publisher._client
+        lost = mqtt_publishing._publisher._client
         # The broker or the network drops it: the peer ends the stream under paho's loop.
         lost.socket().shutdown(socket.SHUT_RDWR)
         wait_until(lambda: not lost.is_connected(), timeout=10)
         send("MQTT", {"topic": mqtt_receiver.topic}, {"after": "reconnect"})
         assert not lost.is_connected()  # stays lost: the publisher alone reconnects
-        assert transports._publisher._client is not lost
+        assert mqtt_publishing._publisher._client is not lost
         assert [json.loads(mqtt_receiver.get().payload) for _ in range(2)] == [
             BODY, {"after": "reconnect"}]
 
@@ -76,7 +77,7 @@ class MqttTransportTests:
         settings.MQTT_BROKER_URL = f"mqtt://127.0.0.1:{reserved_port()}"
         with pytest.raises(TransportError) as error:
             send("MQTT", {"topic": mqtt_receiver.topic}, BODY)
-        assert error.value.transient and transports._publisher._client is None
+        assert error.value.transient and mqtt_publishing._publisher._client is None
         settings.MQTT_BROKER_URL = working
         send("MQTT", {"topic": mqtt_receiver.topic}, {"back": True})
         assert [json.loads(mqtt_receiver.get().payload) for _ in range(2)] == [

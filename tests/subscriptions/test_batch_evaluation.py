@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from notifications import services as notification_services
+from notifications import outbox as notification_services
 from notifications.models import NotificationDelivery
 from orchestration.models import OrchestrationJob, OrchestrationLock
 from orchestration.snapshot import state as snapshot

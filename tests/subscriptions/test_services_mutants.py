@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from notifications.models import NotificationDelivery
-from notifications.services import delivery_create
+from notifications.outbox import delivery_create
 from orchestration.models import OrchestrationLock
 from store.models import CatalogChange
 from subscriptions.models import Subscription

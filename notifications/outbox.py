@@ -1,0 +1,117 @@
+"""The outbox of notification delivery: queue notifications (create), stop them (cancel) and
+send them again (the operator's retry). What sends one delivery: notifications/services.py;
+many MQTT ones at once: notifications/batch_sending.py; the hand-over to whatever sends them,
+after the commit: notifications/handover.py.
+"""
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from database.bulk_insert import model_rows_insert
+from notifications.handover import deliveries_enqueue, delivery_enqueue, is_http
+from notifications.http_delivery import http_destination
+from notifications.models import NotificationDelivery
+from notifications.selectors import deliveries_pending
+from notifications.services import SUPERSEDED, Status
+
+# MQTT deliveries created together are sent by one task per this many.
+DELIVERY_BATCH = 100
+# (the enum builds a new list per call)
+_PROTOCOLS = frozenset(NotificationDelivery.Protocol.values)
+
+
+@dataclass(frozen=True)
+class Notification:
+    """What to queue for one subscriber: `payload` over the subscription's notify interface;
+    `receiver` names the consumer it is for, for people reading the outbox."""
+
+    subscription_id: uuid.UUID
+    protocol: str
+    properties: dict[str, Any]
+    payload: Any
+    expires_at: datetime | None
+    receiver: str = ""
+
+
+def delivery_create(*, subscription_id: uuid.UUID, protocol: str, properties: dict[str, Any],
+                    payload: Any, expires_at: datetime | None,
+                    receiver: str = "") -> NotificationDelivery:
+    """Queue `payload` for the subscriber (see deliveries_create)."""
+    return deliveries_create([Notification(subscription_id, protocol, properties, payload,
+                                           expires_at, receiver)])[0]
+
+
+@transaction.atomic
+def deliveries_create(notifications: Sequence[Notification]) -> list[NotificationDelivery]:
+    """Queue the notifications, one statement for the rows whatever their number. Call it
+    inside the transaction of the change that caused them: the rows commit (or roll back)
+    with that change, and the send tasks are only enqueued after the commit, so a worker
+    never looks for a row that is not there yet.
+
+    Older PENDING deliveries of the subscriptions are cancelled: a subscriber wants the
+    newest result, and rapid changes then cost one push. At most one notification per
+    subscription."""
+    now = timezone.now()
+    deliveries = []
+    for notification in notifications:
+        protocol = notification.protocol.upper()
+        if protocol not in _PROTOCOLS:
+            raise ValueError(f"Unsupported notify protocol: {protocol}")
+        properties = {str(key).lower(): value
+                      for key, value in notification.properties.items()}
+        deliveries.append(NotificationDelivery(
+            id=uuid.uuid4(), subscription_id=notification.subscription_id,
+            receiver=notification.receiver, protocol=protocol, properties=properties,
+            destination=http_destination(protocol, properties),
+            payload=notification.payload, expires_at=notification.expires_at,
+            next_attempt_at=now, created_at=now, updated_at=now))
+    _supersede_pending(subscription_ids=[d.subscription_id for d in deliveries], now=now)
+    model_rows_insert(deliveries)
+    mqtt = [delivery.id for delivery in deliveries if not is_http(delivery.protocol)]
+    for start in range(0, len(mqtt), DELIVERY_BATCH):  # a send task per batch
+        transaction.on_commit(partial(deliveries_enqueue,
+                                      delivery_ids=mqtt[start:start + DELIVERY_BATCH]))
+    for delivery in deliveries:
+        if is_http(delivery.protocol):  # each destination admits its sends one by one
+            transaction.on_commit(partial(delivery_enqueue, delivery_id=delivery.id,
+                                          protocol=delivery.protocol))
+    return deliveries
+
+
+def _supersede_pending(*, subscription_ids: list[uuid.UUID], now: datetime) -> int:
+    return deliveries_pending(subscription_ids=subscription_ids).update(
+        status=Status.CANCELLED, last_error=SUPERSEDED, updated_at=now)
+
+
+def deliveries_cancel(*, subscription_ids: Iterable[uuid.UUID], reason: str) -> int:
+    """Stop every unfinished delivery of the subscriptions (unsubscribed, expired, notify
+    interface replaced), in one statement. A send already in flight still completes, but its
+    outcome is not recorded over the cancellation and it is never retried. Returns how many
+    were cancelled."""
+    return NotificationDelivery.objects.filter(
+        subscription_id__in=list(subscription_ids), status__in=(Status.PENDING, Status.SENDING)
+    ).update(status=Status.CANCELLED, last_error=reason, updated_at=timezone.now())
+
+
+def deliveries_retry(*, delivery_ids: Iterable[uuid.UUID]) -> int:
+    """Operator's "retry now": finished-but-undelivered (and waiting) deliveries become due at
+    once and are enqueued after the commit. SENDING and DELIVERED rows are left alone.
+    Returns how many were rescheduled."""
+    now = timezone.now()
+    rows = NotificationDelivery.objects.filter(
+        id__in=list(delivery_ids), status__in=(Status.PENDING, Status.FAILED, Status.CANCELLED)
+    )
+    chosen = dict(rows.values_list("id", "protocol"))
+    count = NotificationDelivery.objects.filter(id__in=chosen).update(
+        status=Status.PENDING, next_attempt_at=now, claimed_at=None, updated_at=now
+    )
+    for delivery_id, protocol in chosen.items():
+        transaction.on_commit(partial(delivery_enqueue, delivery_id=delivery_id,
+                                      protocol=protocol))
+    return count
