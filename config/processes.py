@@ -5,9 +5,8 @@ The kinds are those of the Procfile: web (the gunicorn master and its workers), 
 prefork children), beat (Celery beat) and the MQTT interface (`manage.py mqtt_api`). Their
 hooks call this module: config/gunicorn.py's `when_ready`, `post_worker_init`, `worker_exit`
 and `on_exit`, and Celery's `worker_process_init` (connected below; config/__init__.py
-imports this module in every process, as it does config.celery). The MQTT interface is the
-exception: mqtt_api sits below config in the layers (tests/test_layout.py) and cannot import
-this module, so its command starts what MQTT_INTERFACE lists itself.
+imports this module in every process, as it does config.celery), and the MQTT interface's
+command (`mqtt_interface_start`).
 
 Some threads start on first use and stay so (ON_FIRST_USE says why): a thread exists only in
 the process that started it, so one started before gunicorn or Celery forks would not exist
@@ -65,7 +64,7 @@ WEB_WORKER: tuple[Started, ...] = (IN_PROCESS_BEAT, PULL_SNAPSHOT)
 WORKER: tuple[Started, ...] = (PULL_SNAPSHOT,)
 # Celery beat starts no thread of ours: it enqueues CELERY_BEAT_SCHEDULE (periodic_jobs()).
 BEAT: tuple[Started, ...] = ()
-# `manage.py mqtt_api`: started by mqtt_api/management/commands/mqtt_api.py (see above).
+# `manage.py mqtt_api`: mqtt_interface_start, called by its command before it serves.
 MQTT_INTERFACE: tuple[Started, ...] = (PULL_SNAPSHOT, MQTT_API_WORKERS)
 
 # In whichever process first needs them, of any kind.
@@ -156,6 +155,14 @@ def worker_child_start(**kwargs: Any) -> None:
     in the background when the child starts, as in a web worker, so that the first change
     does not find it still unloaded (its previews would then read the database, several
     times slower)."""
+    from orchestration.snapshot.state import snapshot_start
+
+    snapshot_start()
+
+
+def mqtt_interface_start() -> None:
+    """`manage.py mqtt_api`, before it serves: the pull snapshot, so that pulls are answered
+    from it as in a web worker (MQTT_API_WORKERS start with the server itself)."""
     from orchestration.snapshot.state import snapshot_start
 
     snapshot_start()

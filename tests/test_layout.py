@@ -21,8 +21,8 @@ LAYERS = (
     "serviceregistry",
     "orchestration",
     "subscriptions",
-    "mqtt_api",
     "config",           # settings, URLs, WSGI/ASGI, Celery, server glue and processes
+    "mqtt_api",         # a process of its own (`manage.py mqtt_api`), started like the others
 )
 NOT_PRODUCT = {"tests", "bench"}
 

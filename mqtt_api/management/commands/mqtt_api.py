@@ -5,11 +5,11 @@ import signal
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from config.processes import mqtt_interface_start
 from identity.exposure import declared_refusal, policy_record
 from mqtt_api.server import MqttApiServer
 from notifications.mqtt_broker import broker_address
 from notifications.transport_errors import TransportError
-from orchestration.snapshot.state import snapshot_start
 
 
 class Command(BaseCommand):
@@ -36,9 +36,7 @@ class Command(BaseCommand):
         server = MqttApiServer()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *args: server.stop())
-        # Pulls answered from the snapshot, as in a web worker: what config/processes.py lists
-        # for this kind (mqtt_api may not import config, so the command starts it itself).
-        snapshot_start()
+        mqtt_interface_start()
         self.stdout.write(f"MQTT interface on {broker_address(settings.MQTT_BROKER_URL)}, "
                           f"topics under {settings.MQTT_API_BASE_TOPIC}", ending="\n")
         self.stdout.flush()
