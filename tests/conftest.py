@@ -107,7 +107,7 @@ def http_sink() -> Iterator[HttpSink]:
 @pytest.fixture
 def registry(settings):
     """A fake ServiceRegistry configured as ours, with the client's opener, the instance cache
-    and the peers' locations cleared around the test (tests/serviceregistry/test_client.py has
+    and the peers' locations cleared around the test (tests/clients/test_serviceregistry_client.py has
     its own, simpler one)."""
     fake = FakeServiceRegistry()
     settings.SERVICE_REGISTRY_URL = fake.url

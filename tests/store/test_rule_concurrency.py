@@ -159,5 +159,5 @@ class RuleDeadlockTests:
             assert "retrying" not in caplog.text, caplog.text
         # Without the locks the two INSERTs deadlock when they overlap (then the retry gives
         # the same answer, as asserted above); on a loaded machine they may not overlap, so
-        # whether a retry happened is not asserted (tests/config/test_transaction_retry.py).
+        # whether a retry happened is not asserted (tests/database/test_transaction_retry.py).
 
