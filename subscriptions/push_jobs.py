@@ -27,7 +27,7 @@ from database.advisory_locks import advisory_locks
 from database.transaction_retry import retry_on_conflict
 from orchestration.models import OrchestrationJob
 from subscriptions.models import Subscription
-from subscriptions.services import subscription_push_queue
+from subscriptions.services.pushing import subscription_push_queue
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,8 @@ discovered by config.celery's autodiscover_tasks in workers)."""
 from celery import shared_task
 
 from subscriptions.push_jobs import RUN_PUSH_JOB_TASK, push_job_run, push_jobs_sweep
-from subscriptions.services import changes_process, subscriptions_remove_expired
+from subscriptions.services.evaluation import changes_process
+from subscriptions.services.subscribing import subscriptions_remove_expired
 
 
 @shared_task(name="subscriptions.process_changes", acks_late=True)

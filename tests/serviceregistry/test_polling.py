@@ -9,7 +9,7 @@ from serviceregistry.models import PolledInstance
 from serviceregistry.tasks import poll_instances_task
 from store.models import CatalogChange
 from subscriptions.models import Subscription
-from subscriptions.services import changes_process
+from subscriptions.services.evaluation import changes_process
 from tests.factories import make_rules
 from tests.store.helpers import http_interface
 from tests.subscriptions.helpers import mqtt_notify, subscribe, subscription_body

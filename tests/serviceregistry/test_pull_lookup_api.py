@@ -11,7 +11,7 @@ from orchestration.models import OrchestrationJob
 from serviceregistry import client, instances, peers
 from store.models import CatalogChange
 from subscriptions.models import Subscription
-from subscriptions.services import changes_process, subscriptions_evaluate_flagged
+from subscriptions.services.evaluation import changes_process, subscriptions_evaluate_flagged
 from tests.helpers import assert_error
 from tests.orchestration.helpers import PULL, instance_ids, pull
 from tests.orchestration.test_pull_java_api import (
