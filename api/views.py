@@ -1,18 +1,15 @@
-"""Service-wide endpoints: liveness (echo), readiness (health) and the JSON answer for
-unknown paths."""
+"""Service-wide endpoints: liveness (echo) and the JSON answer for unknown paths. Readiness
+(health) is observability/health_endpoint.py."""
 from django.http import HttpRequest, HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
-from rest_framework import serializers
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
-from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.operations import UNKNOWN_MANAGEMENT_OPERATION, ServiceOperation
 from api.schema import ErrorResponseSerializer
 from conventions.exceptions import DataNotFound
-from observability.health import UP, health
 
 
 class EchoApi(APIView):
@@ -26,33 +23,6 @@ class EchoApi(APIView):
         406: OpenApiResponse(ErrorResponseSerializer, description="Content negotiation failed")})
     def get(self, request: Request) -> HttpResponse:
         return HttpResponse("Got it!", content_type="text/plain; charset=utf-8")
-
-
-class HealthSerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["UP", "DOWN"])
-    components = serializers.DictField(
-        child=serializers.DictField(child=serializers.CharField()),
-        help_text="database (with unapplied migrations), celeryBroker and mqttBroker when "
-                  "configured: each {status, error?}")
-
-
-class HealthApi(APIView):
-    """Readiness; needs no identity: 200 when every dependency answers, else 503 naming the
-    failing one (observability/health.py)."""
-
-    authentication_classes: list = []
-    permission_classes = [AllowAny]
-
-    @extend_schema(operation_id="health", auth=[], responses={
-        200: HealthSerializer, 503: HealthSerializer,
-        406: OpenApiResponse(ErrorResponseSerializer, description="Content negotiation failed")},
-        examples=[OpenApiExample("down", response_only=True, status_codes=["503"], value={
-            "status": "DOWN", "components": {
-                "database": {"status": "UP"},
-                "mqttBroker": {"status": "DOWN", "error": "no answer within 3 s"}}})])
-    def get(self, request: Request) -> Response:
-        current = health()
-        return Response(current.as_dict(), status=200 if current.status == UP else 503)
 
 
 class NotFoundApi(APIView):

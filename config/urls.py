@@ -5,7 +5,8 @@ from django.views.generic import RedirectView
 from django.views.static import serve
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from api.views import EchoApi, HealthApi, NotFoundApi
+from api.views import EchoApi, NotFoundApi
+from observability.health_endpoint import HealthApi
 from observability.metrics_endpoint import metrics
 
 urlpatterns = [

@@ -65,6 +65,19 @@ def delivery_backlog(*, now: datetime) -> dict[tuple[str, str], BacklogGroup]:
             for status, protocol, count, due, oldest in rows}
 
 
+_EMPTY_GROUP = BacklogGroup(0, 0, None)
+
+
+def delivery_backlog_every_group(now: datetime) -> dict[tuple[str, str], BacklogGroup]:
+    """`delivery_backlog` with every unfinished status and protocol, in their order, empty
+    groups included: the metrics show every series (observability/metrics_state.py
+    NOTIFICATION_BACKLOG, registered in notifications/apps.py)."""
+    backlog = delivery_backlog(now=now)
+    return {(status, protocol): backlog.get((status, protocol), _EMPTY_GROUP)
+            for status in (NotificationDelivery.Status.PENDING, NotificationDelivery.Status.SENDING)
+            for protocol in NotificationDelivery.Protocol.values}
+
+
 # --- a subscription's own deliveries, as every push and send asks for them ---------------------
 # Each is read through the subscription indexes (models.py: delivery_subscription,
 # delivery_unfinished), never through the subscription's history nor the whole backlog:

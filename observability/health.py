@@ -1,7 +1,8 @@
 """Readiness (`GET /serviceorchestration/monitor/health`): whether this process can serve now,
 dependency by dependency. Echo stays the liveness probe; this one asks the database (and
 whether every migration is applied), the Celery broker and the MQTT broker when they are
-configured.
+configured, and whatever the apps register (observability/registry.py: the MQTT broker is
+the notifications app's).
 
 Each dependency is asked in a thread of its own with HEALTH_TIMEOUT_SECONDS to answer, so a
 hung dependency costs the probe that long and no more, and one slow part does not hide the
@@ -9,16 +10,18 @@ state of the others. A result is reused for REUSE_SECONDS: a flood of probes ope
 connections than one probe a second does."""
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
+from celery import current_app
 from django.conf import settings
 from django.core.signals import setting_changed
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.dispatch import receiver
+
+from observability.registry import HealthCheck, health_checks
 
 UP, DOWN = "UP", "DOWN"
 REUSE_SECONDS = 1.0
@@ -33,7 +36,7 @@ class Health:
         return {"status": self.status, "components": self.components}
 
 
-def _database() -> dict[str, str]:
+def _database(deadline: float) -> dict[str, str]:
     """One round trip on a connection of this check's own (it proves that connecting works,
     not just that a pooled connection still does), then the migration plan."""
     try:
@@ -59,34 +62,24 @@ def _unapplied_migrations() -> int:
     return unapplied
 
 
-def _celery_broker() -> dict[str, str]:
-    from config.celery import app
-
+def _celery_broker(deadline: float) -> dict[str, str]:
+    """The project's Celery app (config/celery.py), as Celery knows it in every thread."""
     timeout = settings.HEALTH_TIMEOUT_SECONDS
-    with app.connection_for_write(connect_timeout=timeout) as broker:
+    with current_app.connection_for_write(connect_timeout=timeout) as broker:
         broker.ensure_connection(max_retries=0, timeout=timeout)  # one attempt
     return {}
 
 
-def _mqtt_broker() -> dict[str, str]:
-    from notifications.mqtt_broker import mqtt_broker_check
-
-    mqtt_broker_check(time.monotonic() + settings.HEALTH_TIMEOUT_SECONDS)
-    return {}
-
-
-def _checks() -> dict[str, Callable[[], dict[str, str]]]:
-    checks: dict[str, Callable[[], dict[str, str]]] = {"database": _database}
+def _checks() -> dict[str, HealthCheck]:
+    checks: dict[str, HealthCheck] = {"database": _database}
     if settings.CELERY_BROKER_URL:
         checks["celeryBroker"] = _celery_broker
-    if settings.MQTT_BROKER_URL:
-        checks["mqttBroker"] = _mqtt_broker
-    return checks
+    return {**checks, **health_checks()}
 
 
-def _component(check: Callable[[], dict[str, str]]) -> dict[str, str]:
+def _component(check: HealthCheck) -> dict[str, str]:
     try:
-        details = check()
+        details = check(time.monotonic() + settings.HEALTH_TIMEOUT_SECONDS)
     except Exception as error:  # noqa: BLE001 (any failure of a dependency is its DOWN)
         return {"status": DOWN, "error": _described(error)}
     if details:

@@ -6,6 +6,9 @@ notify protocol, and the outbox backlog (unfinished deliveries) per status and p
 Every status and protocol is shown, zero included, so that series do not appear and vanish.
 When the database cannot answer, the scrape still shows the event metrics, with
 `serviceorchestration_state_up` 0 instead of these figures.
+
+The apps register the reads (observability/registry.py) from their selectors: SUBSCRIPTIONS
+by the subscriptions app, NOTIFICATION_BACKLOG by the notifications app.
 """
 import logging
 from collections.abc import Iterator
@@ -15,15 +18,16 @@ from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from notifications.models import NotificationDelivery
-from notifications.selectors import delivery_backlog
 from observability.metrics import PREFIX
-from subscriptions.models import Subscription
-from subscriptions.selectors import subscription_counts_by_protocol
+from observability.registry import state_read
 
 logger = logging.getLogger(__name__)
 
-UNFINISHED = (NotificationDelivery.Status.PENDING, NotificationDelivery.Status.SENDING)
+# now → {notify protocol: live subscriptions}, every protocol (zero included) in its order.
+SUBSCRIPTIONS = "subscriptions"
+# now → {(status, protocol): the group's count, due and oldest_created_at}, every unfinished
+# status (PENDING, SENDING) and protocol in their order, empty groups included (0, 0, None).
+NOTIFICATION_BACKLOG = "notification_backlog"
 _UP = "1 when the database answered this scrape's state queries, else 0."
 
 
@@ -31,8 +35,8 @@ class StateCollector:
     def collect(self) -> Iterator[Metric]:
         now = timezone.now()
         try:
-            subscriptions = subscription_counts_by_protocol(now=now)
-            backlog = delivery_backlog(now=now)
+            subscriptions = state_read(SUBSCRIPTIONS)(now)
+            backlog = state_read(NOTIFICATION_BACKLOG)(now)
         except DatabaseError as error:
             logger.warning("Metrics: the database did not answer: %s", error)
             yield GaugeMetricFamily(f"{PREFIX}_state_up", _UP, value=0)
@@ -41,23 +45,22 @@ class StateCollector:
         family = GaugeMetricFamily(f"{PREFIX}_subscriptions",
                                    "Live subscriptions by notify protocol.",
                                    labels=["notify_protocol"])
-        for protocol in Subscription.Protocol.values:
-            family.add_metric([protocol], subscriptions.get(protocol, 0))
+        for protocol, count in subscriptions.items():
+            family.add_metric([protocol], count)
         yield family
         family = GaugeMetricFamily(
             f"{PREFIX}_notification_backlog",
             "Unfinished notification deliveries by status (PENDING: waiting for their first "
             "or next attempt; SENDING: a sender has them) and protocol.",
             labels=["status", "protocol"])
-        for status in UNFINISHED:
-            for protocol in NotificationDelivery.Protocol.values:
-                group = backlog.get((status, protocol))
-                family.add_metric([status, protocol], group.count if group else 0)
+        for (status, protocol), group in backlog.items():
+            family.add_metric([status, protocol], group.count)
         yield family
         yield GaugeMetricFamily(f"{PREFIX}_notification_backlog_due",
                                 "PENDING deliveries due now: waiting for a sender only.",
                                 value=sum(group.due for group in backlog.values()))
-        oldest = min((group.oldest_created_at for group in backlog.values()), default=None)
+        oldest = min((group.oldest_created_at for group in backlog.values()
+                      if group.oldest_created_at is not None), default=None)
         yield GaugeMetricFamily(f"{PREFIX}_notification_backlog_oldest_seconds",
                                 "Age of the oldest unfinished delivery; 0 when there is none.",
                                 value=(now - oldest).total_seconds() if oldest else 0)

@@ -4,7 +4,7 @@ from django.http import HttpRequest
 
 from conventions.exceptions import ArrowheadError
 from subscriptions.models import Subscription
-from subscriptions.services import subscription_evaluate
+from subscriptions.services.evaluation import subscription_evaluate
 
 
 @admin.register(Subscription)

@@ -15,7 +15,7 @@ from subscriptions import openapi_examples as examples
 from subscriptions.request_check import checked_subscribe_request
 from subscriptions.requests import parse_subscribe_request
 from subscriptions.serializers import SubscribeSerializer
-from subscriptions.services import subscription_delete, subscription_upsert
+from subscriptions.services.subscribing import subscription_delete, subscription_upsert
 
 TAG = ["Orchestration"]
 

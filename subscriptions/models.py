@@ -32,7 +32,7 @@ class Subscription(models.Model):
     # Set when a recorded catalog change (a `CatalogChange` row, store/changes.py) concerns
     # the target: the change-processing task flags the subscriptions and deletes the rows in
     # one transaction. Cleared in the transaction that evaluated the subscription (and queued
-    # a notification if the result changed). See subscriptions/services.py, steps 2 and 3.
+    # a notification if the result changed). See subscriptions/services/__init__.py, steps 2 and 3.
     needs_evaluation = models.BooleanField(default=False)
     last_fingerprint = models.CharField(max_length=64, blank=True, editable=False)
     last_pushed_at = models.DateTimeField(null=True, blank=True, editable=False)

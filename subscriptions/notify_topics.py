@@ -20,8 +20,8 @@ subscriptions/subscribe_statement.py inserts no MQTT subscription for this reaso
 decisions.md, "Secure by default (issue 29, item 1)").
 """
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from django.conf import settings
 
@@ -29,11 +29,23 @@ from conventions.exceptions import InvalidParameter
 from database.advisory_locks import advisory_locks
 from subscriptions.models import MQTT_PROTOCOLS, Subscription
 
-if TYPE_CHECKING:  # subscriptions/requests.py checks topics with interface_topic
-    from subscriptions.requests import SubscribeRequest
-
 # The advisory-lock namespace of notify topics.
 TOPIC_LOCK_NAMESPACE = "notify-topic"
+
+
+class NotifyClaim(Protocol):
+    """What claiming a notify topic reads of a subscribe (subscriptions/requests.py
+    SubscribeRequest, which checks its topic with the functions here: described, not
+    imported, so the two modules do not import each other)."""
+
+    @property
+    def protocol(self) -> str: ...
+
+    @property
+    def properties(self) -> Mapping[str, Any]: ...
+
+    @property
+    def target(self) -> str: ...
 
 
 def interface_topic(topic: str) -> bool:
@@ -73,7 +85,7 @@ def topic_refusal(topic: str, *, receiver: str) -> str | None:
     return None
 
 
-def notify_topics_claim(subscribes: Sequence["SubscribeRequest"]) -> None:
+def notify_topics_claim(subscribes: Sequence[NotifyClaim]) -> None:
     """Inside the subscribe's transaction: lock the MQTT notify topics of `subscribes` and
     refuse (InvalidParameter) one that another target uses or that two of them share."""
     claimed: dict[str, str] = {}

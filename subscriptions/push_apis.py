@@ -39,7 +39,7 @@ from subscriptions.serializers import (
     PushJobListSerializer,
     SubscribeSerializer,
 )
-from subscriptions.services import subscriptions_delete, subscriptions_upsert
+from subscriptions.services.subscribing import subscriptions_delete, subscriptions_upsert
 
 PUSH_MANAGEMENT = "serviceOrchestrationPushManagement"
 TAG = ["Push management"]

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 
+from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q, QuerySet
@@ -26,7 +27,7 @@ from database.advisory_locks import advisory_locks
 from database.transaction_retry import retry_on_conflict
 from orchestration.models import OrchestrationJob
 from subscriptions.models import Subscription
-from subscriptions.services import subscription_push_queue
+from subscriptions.services.pushing import subscription_push_queue
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +37,8 @@ ABANDONED_SUPERSEDED = ("Abandoned: not finished in time (its task or worker was
                         "a newer trigger queued another job")
 # At most this many stale PENDING jobs are enqueued again per sweep (the rest next time).
 SWEEP_BATCH = 500
+# The Celery task that runs one job (subscriptions/tasks.py).
+RUN_PUSH_JOB_TASK = "subscriptions.run_push_job"
 
 
 @dataclass(frozen=True)
@@ -134,11 +137,11 @@ def push_trigger(*, requester: str, trigger: TriggerRequest) -> list[Orchestrati
 def push_job_enqueue(*, job_id: uuid.UUID) -> bool:
     """Hand the job to a worker (without a broker: run it here, now). Never raises: the job
     is committed, so when the broker is down (or the eager run fails) the sweep enqueues it
-    again. Returns whether it was handed over."""
-    from subscriptions.tasks import run_push_job_task
-
+    again. Returns whether it was handed over. The task is looked up by name in Celery's
+    registry (subscriptions/apps.py has every process register it), so that this module and
+    subscriptions/tasks.py, which runs the job with push_job_run, do not import each other."""
     try:
-        run_push_job_task.apply_async(args=[str(job_id)])
+        current_app.tasks[RUN_PUSH_JOB_TASK].apply_async(args=[str(job_id)])
     except Exception:  # noqa: BLE001 - broker down, or an eager run raising
         logger.warning("Could not enqueue push job %s; the sweep will enqueue it again",
                        job_id, exc_info=True)

@@ -20,7 +20,8 @@ PROTOCOLS = ("HTTP", "HTTPS", "MQTT", "MQTTS")
 
 @dataclass(frozen=True)
 class SubscribeRequest:
-    raw_request: dict          # the orchestration request as sent (types checked), re-parsed per push
+    # The orchestration request as sent (types checked), re-parsed per push.
+    raw_request: dict
     request: OrchestrationRequest
     protocol: str
     properties: dict[str, Any]

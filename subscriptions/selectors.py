@@ -90,8 +90,17 @@ def subscription_counts(targets: Sequence[str]) -> dict[str, int]:
         return dict(cursor.fetchall())
 
 
-def subscription_counts_by_protocol(*, now: datetime) -> dict[str, int]:
-    """Live (unexpired) subscriptions per notify protocol, those with none left out: one
-    grouped count (the metrics, observability/metrics_state.py)."""
-    return dict(Subscription.objects.exclude(expires_at__lte=now).order_by()
-                .values_list("notify_protocol").annotate(Count("id")))
+def subscription_counts_by_protocol(now: datetime) -> dict[str, int]:
+    """Live (unexpired) subscriptions per notify protocol, every protocol (zero included) in
+    its order: one grouped count. The metrics read it (observability/metrics_state.py
+    SUBSCRIPTIONS, registered in subscriptions/apps.py)."""
+    counts = dict(Subscription.objects.exclude(expires_at__lte=now).order_by()
+                  .values_list("notify_protocol").annotate(Count("id")))
+    return {protocol: counts.get(protocol, 0) for protocol in Subscription.Protocol.values}
+
+
+def live_targets(now: datetime):
+    """The consumers of the subscriptions alive at `now` (a query, evaluated by the caller):
+    whose ServiceRegistry instances the poll follows."""
+    return (Subscription.objects.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+            .values_list("target", flat=True).distinct())

@@ -97,7 +97,8 @@ def subscription_write_at_once(*, owner: str, subscribe: SubscribeRequest, key: 
                                expires_at: dt.datetime | None, now: dt.datetime,
                                baseline: str) -> tuple[uuid.UUID, bool] | None:
     """(id, created) when the one statement wrote the subscription, flagged for evaluation
-    and starting from `baseline` (subscriptions/services.py `_baseline`); None when the
+    and starting from `baseline` (subscriptions/services/subscribing.py
+    `subscription_baseline`); None when the
     general path has to decide (always on other databases than PostgreSQL)."""
     if connection.vendor != "postgresql":
         return None

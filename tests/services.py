@@ -3,7 +3,7 @@ broker): `require_postgres`, `require_redis`, `require_mqtt`. A test that needs 
 down fails with a message naming it (it never skips). `make test` (tests/run_with_services.py)
 makes them reachable before pytest starts: these checks catch a run started otherwise or a
 server that went away. Not the app's write services
-(`store/services/`, `subscriptions/services.py`); the test endpoints (HTTP sink, MQTT
+(`store/services/`, `subscriptions/services/`); the test endpoints (HTTP sink, MQTT
 receiver, throw-away brokers) are in tests/endpoints.py."""
 import socket
 from urllib.parse import urlsplit

@@ -16,7 +16,7 @@ from serviceregistry import instances
 from store.models import CatalogChange
 from subscriptions.models import Subscription
 from subscriptions.push_jobs import push_job_run
-from subscriptions.services import changes_process
+from subscriptions.services.evaluation import changes_process
 from tests.factories import make_instances, make_rules
 from tests.fake_consumer_authorization import (
     GENERATE,

@@ -11,7 +11,7 @@ from orchestration.models import OrchestrationLock
 from orchestration.pull.normalization import parse_orchestration_request
 from orchestration.pull.services import orchestrate_unrecorded
 from store.models import CatalogChange, ServiceInstance
-from subscriptions.services import changes_process
+from subscriptions.services.evaluation import changes_process
 from tests.factories import make_instances, make_rules
 from tests.orchestration.helpers import instance_ids, pull
 from tests.store.helpers import instance_body

@@ -8,7 +8,7 @@ from notifications.models import NotificationDelivery
 from serviceregistry.models import PolledInstance
 from store.models import CatalogChange
 from subscriptions.models import Subscription
-from subscriptions.services import changes_process
+from subscriptions.services.evaluation import changes_process
 from subscriptions.tasks import poll_instances_task
 from tests.factories import make_rules
 from tests.store.helpers import http_interface

@@ -12,7 +12,7 @@ from clients import exchange
 from serviceregistry import instances
 from store.models import CatalogChange
 from subscriptions.models import Subscription
-from subscriptions.services import changes_process, subscriptions_evaluate_flagged
+from subscriptions.services.evaluation import changes_process, subscriptions_evaluate_flagged
 from tests.helpers import assert_error
 from tests.orchestration.helpers import PULL, instance_ids, pull
 from tests.orchestration.test_pull_java_api import (

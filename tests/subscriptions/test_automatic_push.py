@@ -13,9 +13,10 @@ from orchestration.pull.reservations import locks_remove_expired
 from store.models import CatalogChange, Rule, ServiceInstance
 from store.services.instances import instance_remove_expired
 from store.services.rules import rule_delete_many, rule_priorities_modify
-from subscriptions import services
+from subscriptions.services import subscribing
 from subscriptions.models import Subscription
-from subscriptions.services import changes_process, subscriptions_remove_expired
+from subscriptions.services.evaluation import changes_process
+from subscriptions.services.subscribing import subscriptions_remove_expired
 from tests.factories import make_instances, make_rules
 from tests.store.helpers import instance_body
 from tests.subscriptions.helpers import (
@@ -179,7 +180,7 @@ class ResultAtSubscribeTests:
     def test_a_change_committed_while_subscribing_is_pushed_in_the_next_round(
             self, api, catalog, monkeypatch):
         changes_process()
-        read = services.subscription_baseline
+        read = subscribing.subscription_baseline
 
         def read_then_change(subscribe, now):
             baseline = read(subscribe, now)
@@ -187,7 +188,7 @@ class ResultAtSubscribeTests:
             assert changes_process() == 0  # its round cannot see the subscription yet
             return baseline
 
-        monkeypatch.setattr(services, "subscription_baseline", read_then_change)
+        monkeypatch.setattr(subscribing, "subscription_baseline", read_then_change)
         self.quiet_subscribe(api)
         assert changes_process() == 1
         assert pushed_results() == [[A, B]]
@@ -205,7 +206,7 @@ class ResultAtSubscribeTests:
         def unavailable(**kwargs):
             raise ExternalServerError("ServiceRegistry is unavailable")
 
-        monkeypatch.setattr(services, "orchestrate_preview", unavailable)
+        monkeypatch.setattr(subscribing, "orchestrate_preview", unavailable)
         self.quiet_subscribe(api)  # the subscribe does not depend on the other system
         assert "its current result could not be previewed" in caplog.text
         monkeypatch.undo()

@@ -1,4 +1,4 @@
-"""Flagged subscriptions are evaluated in batches (subscriptions/services.py
+"""Flagged subscriptions are evaluated in batches (subscriptions/services/evaluation.py
 _evaluate_batch): a change that concerns many subscriptions costs a few statements, not a
 transaction per subscription, and pushes exactly what evaluating them one by one would. These
 tests commit, so that the previews read the pull snapshot as in production."""
@@ -12,9 +12,9 @@ from orchestration.models import OrchestrationJob, OrchestrationLock
 from orchestration.snapshot import state as snapshot
 from orchestration.snapshot.state import pull_snapshot
 from store.models import CatalogChange
-from subscriptions import services
+from subscriptions.services import evaluation
 from subscriptions.models import Subscription
-from subscriptions.services import changes_process
+from subscriptions.services.evaluation import changes_process
 from tests.concurrency import Background
 from tests.factories import make_instances, make_rules
 from tests.store.helpers import instance_body
@@ -126,11 +126,11 @@ class BatchEvaluationTests:
                 locked.set()
                 release.wait(10)
 
-        services._changes_flag()  # all three flagged
+        evaluation._changes_flag()  # all three flagged
         holder = Background(hold)
         assert locked.wait(10)
         try:
-            assert services.subscriptions_evaluate_flagged() == 2  # the held one: flagged
+            assert evaluation.subscriptions_evaluate_flagged() == 2  # the held one: flagged
         finally:
             release.set()
             holder.outcome()

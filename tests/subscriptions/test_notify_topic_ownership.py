@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from conventions.exceptions import InvalidParameter
-from subscriptions import services
+from subscriptions.services import subscribing
 from subscriptions.models import Subscription
 from subscriptions.requests import parse_subscribe_request
 from subscriptions.serializers import SubscribeSerializer
@@ -114,15 +114,15 @@ class TopicRaceTests:
         """The first (push management's path) holds inside its transaction after claiming the
         topic; the second (the consumer's subscribe, whose one statement would insert at once)
         waits for the topic's lock and then reads the first one's row."""
-        entered, release, first_waiting = hold_first_caller(monkeypatch, services, "_apply")
+        entered, release, first_waiting = hold_first_caller(monkeypatch, subscribing, "_apply")
 
         def first():
-            [(_, created)] = services.subscriptions_upsert(
+            [(_, created)] = subscribing.subscriptions_upsert(
                 owner="ConsumerA", subscribes=[_request("ConsumerA")])
             return created
 
         def second():
-            return services.subscription_upsert(requester="ConsumerB",
+            return subscribing.subscription_upsert(requester="ConsumerB",
                                                 subscribe=_request("ConsumerB"), trigger=False)
 
         outcomes = second_writer_waits(first, second, entered, release, first_waiting)

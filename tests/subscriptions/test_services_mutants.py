@@ -14,7 +14,7 @@ from notifications.outbox import delivery_create
 from orchestration.models import OrchestrationLock
 from store.models import CatalogChange
 from subscriptions.models import Subscription
-from subscriptions.services import changes_process, subscription_evaluate
+from subscriptions.services.evaluation import changes_process, subscription_evaluate
 from tests.factories import make_instances, make_rules
 from tests.store.helpers import instance_body
 from tests.subscriptions.helpers import (

@@ -9,7 +9,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from notifications.models import NotificationDelivery
-from subscriptions import services
+from subscriptions.services import subscribing
 from subscriptions.models import Subscription, identity_key
 from subscriptions.requests import parse_subscribe_request
 from subscriptions.serializers import SubscribeSerializer
@@ -34,7 +34,7 @@ def _write(consumer: str, request, now: dt.datetime = NOW, baseline: str | None 
         owner=consumer, subscribe=request,
         key=identity_key(consumer, request.target, request.service_definition),
         expires_at=expires, now=now,
-        baseline=services.subscription_baseline(request, now) if baseline is None else baseline)
+        baseline=subscribing.subscription_baseline(request, now) if baseline is None else baseline)
 
 
 def _stored(subscription_id) -> dict:
@@ -58,7 +58,7 @@ class OneStatementSubscribeTests:
         request = _request("StatementConsumer", **BODY)
         subscription_id, created = _write("StatementConsumer", request)
         assert created is True
-        [(general, general_created)] = services.subscriptions_upsert(
+        [(general, general_created)] = subscribing.subscriptions_upsert(
             owner="GeneralConsumer", subscribes=[_request("GeneralConsumer", **BODY)])
         assert general_created is True
         stored = Subscription.objects.get(id=subscription_id)
@@ -101,7 +101,7 @@ class OneStatementSubscribeTests:
             subscription_id=first_id, protocol="HTTP", properties=HTTP_NOTIFY["properties"],
             receiver="StatementConsumer", payload={}, status=NotificationDelivery.Status.PENDING)
         moved = MQTT_BODY
-        subscription_id, created = services.subscription_upsert(
+        subscription_id, created = subscribing.subscription_upsert(
             requester="StatementConsumer", subscribe=_request("StatementConsumer", **moved),
             trigger=False)
         assert (subscription_id, created) == (first_id, False)
@@ -117,7 +117,7 @@ class OneStatementSubscribeTests:
         assert not Subscription.objects.exists()
 
     def test_an_mqtt_subscription_on_the_same_topic_is_overwritten_in_place(self):
-        [(first, _)] = services.subscriptions_upsert(
+        [(first, _)] = subscribing.subscriptions_upsert(
             owner="StatementConsumer", subscribes=[_request("StatementConsumer", **MQTT_BODY)])
         again = {**MQTT_BODY, "duration": 7}
         assert _write("StatementConsumer", _request("StatementConsumer", **again)) == (
@@ -156,10 +156,10 @@ class OneStatementSubscribeTests:
 
     def test_trigger_takes_the_general_path(self, monkeypatch):
         calls = []
-        monkeypatch.setattr(services, "subscription_write_at_once",
+        monkeypatch.setattr(subscribing, "subscription_write_at_once",
                             lambda **kwargs: calls.append(kwargs))
-        monkeypatch.setattr(services, "subscription_push_queue", lambda *a, **k: None)
-        _, created = services.subscription_upsert(
+        monkeypatch.setattr(subscribing, "subscription_push_queue", lambda *a, **k: None)
+        _, created = subscribing.subscription_upsert(
             requester="StatementConsumer", subscribe=_request("StatementConsumer", **BODY),
             trigger=True)
         assert created is True and calls == []

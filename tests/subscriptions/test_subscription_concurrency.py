@@ -4,7 +4,7 @@ unsubscribe between them) raced to insert it, and the loser's unique violation w
 import pytest
 from rest_framework.test import APIClient
 
-from subscriptions import services
+from subscriptions.services import subscribing
 from subscriptions.models import Subscription
 from subscriptions.requests import parse_subscribe_request
 from subscriptions.serializers import SubscribeSerializer
@@ -22,11 +22,11 @@ def _request(**fields):
 
 class SubscriptionRaceTests:
     def test_a_second_subscribe_of_a_new_subscription_waits_for_the_first(self, monkeypatch):
-        entered, release, first_waiting = hold_first_caller(monkeypatch, services, "_apply")
+        entered, release, first_waiting = hold_first_caller(monkeypatch, subscribing, "_apply")
         request = _request()
 
         def upsert():
-            [(subscription, created)] = services.subscriptions_upsert(
+            [(subscription, created)] = subscribing.subscriptions_upsert(
                 owner="RaceConsumer", subscribes=[request])
             return created
 
@@ -42,15 +42,15 @@ class SubscriptionRaceTests:
         subscription: the statement waits for the lock instead of inserting beside it (the
         general insert would then fail on the unique key), and once the first committed it
         overwrites, so the later request is the one kept."""
-        entered, release, first_waiting = hold_first_caller(monkeypatch, services, "_apply")
+        entered, release, first_waiting = hold_first_caller(monkeypatch, subscribing, "_apply")
 
         def general():
-            [(subscription, created)] = services.subscriptions_upsert(
+            [(subscription, created)] = subscribing.subscriptions_upsert(
                 owner="RaceConsumer", subscribes=[_request(duration=100)])
             return created
 
         def one_statement():
-            _, created = services.subscription_upsert(
+            _, created = subscribing.subscription_upsert(
                 requester="RaceConsumer", subscribe=_request(duration=200), trigger=False)
             return created
 

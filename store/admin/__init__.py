@@ -1,0 +1,5 @@
+"""The store's admin pages, one module per model admin; Django imports this package
+(admin.autodiscover), and importing the modules registers them."""
+from store.admin import instances, rules
+
+__all__ = ("instances", "rules")

@@ -1,0 +1,204 @@
+"""Writing subscriptions (SPEC §5): subscribe as an upsert (one statement when it can,
+subscriptions/subscribe_statement.py; the general path here), unsubscribe (the consumer's and
+push management's) and removing the expired ones. Each subscription is locked by its identity
+key first, its MQTT notify topic claimed, and its pending notifications cancelled when it
+goes or its notify interface changes."""
+import datetime as dt
+import json
+import logging
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from rest_framework.utils.encoders import JSONEncoder
+
+from conventions.exceptions import ExternalServerError, Forbidden, InvalidParameter
+from database.advisory_locks import advisory_locks
+from database.transaction_retry import retry_on_conflict
+from notifications.outbox import deliveries_cancel
+from orchestration.pull.services import orchestrate_preview
+from clients.errors import PeerRefused
+from subscriptions.models import LOCK_NAMESPACE, Subscription, identity_key
+from subscriptions.notify_topics import notify_topics_claim
+from subscriptions.requests import SubscribeRequest
+from subscriptions.selectors import subscription_counts
+from subscriptions.services.pushing import fingerprint, subscription_push_queue
+from subscriptions.subscribe_statement import subscription_write_at_once
+
+logger = logging.getLogger(__name__)
+
+
+def _expiry(duration: int | None, now: dt.datetime) -> dt.datetime | None:
+    return now + dt.timedelta(seconds=duration) if duration else None
+
+
+def _apply(subscription: Subscription, subscribe: SubscribeRequest, now: dt.datetime,
+           baseline: str) -> None:
+    if (subscription.notify_protocol, subscription.notify_properties) != (
+            subscribe.protocol, subscribe.properties) and not subscription._state.adding:
+        deliveries_cancel(subscription_ids=[subscription.id],
+                          reason="The subscription's notify interface changed")
+    subscription.orchestration_request = json.loads(json.dumps(subscribe.raw_request,
+                                                               cls=JSONEncoder))
+    subscription.notify_protocol = subscribe.protocol
+    subscription.notify_properties = subscribe.properties
+    subscription.duration = subscribe.duration
+    subscription.expires_at = _expiry(subscribe.duration, now)
+    subscription.last_fingerprint = baseline
+    subscription.needs_evaluation = True  # see subscription_baseline
+    subscription.updated_at = now
+
+
+def subscription_baseline(subscribe: SubscribeRequest, now: dt.datetime) -> str:
+    """What a result of the subscription must differ from to be pushed, when it is made
+    without `trigger`: the fingerprint of the subscriber's result at that moment, previewed
+    before anything is written (outside a transaction, from the pull snapshot, brought up to
+    date by the preview). The subscription is written flagged for evaluation, so that a
+    change committed between this read and the write, which the change's own round may not
+    have seen the subscription for, is compared with it in the next round (at most a beat
+    period later) and pushed if it changed the result. "" (any result is news) when another
+    system the preview needs failed: the subscribe does not depend on it."""
+    try:
+        preview = orchestrate_preview(consumer=subscribe.target, request=subscribe.request,
+                                      now=now)
+    except (ExternalServerError, PeerRefused) as error:
+        logger.warning("Subscribing %s: its current result could not be previewed, so the "
+                       "next evaluated result is pushed: %s", subscribe.target, error.message)
+        return ""
+    return fingerprint(preview)
+
+
+def _ensure_room(new_by_target: Counter[str]) -> None:
+    """Each subscription for a consumer (whoever owns it) is re-evaluated on every change of
+    the consumer's rules or instances, so their number per target is bounded
+    (docs/limits.md). Concurrent subscribes for one target may overshoot by their number; the
+    bound is on work, not an exact quota."""
+    limit = settings.MAX_SUBSCRIPTIONS_PER_SYSTEM
+    if not new_by_target:
+        return
+    counts = subscription_counts(sorted(new_by_target))
+    for target, adding in sorted(new_by_target.items()):
+        count = counts.get(target, 0)
+        if count + adding > limit:
+            raise InvalidParameter(f"Too many subscriptions: {target} already has {count} "
+                                   f"(at most {limit})")
+
+
+def subscriptions_lock(identity_keys: list[str]) -> None:
+    """Lock subscriptions by their identity key (owner, target and service definition) until
+    the transaction ends (database.advisory_locks takes them in one sorted order)."""
+    advisory_locks(LOCK_NAMESPACE, identity_keys)
+
+
+def subscription_upsert(*, requester: str, subscribe: SubscribeRequest,
+                        trigger: bool) -> tuple[uuid.UUID, bool]:
+    """Create the requester's subscription, or overwrite its subscription for the same target
+    and service definition in place (same id). Returns (its id, created). With `trigger`,
+    the result is pushed now. The usual call is one statement
+    (`subscriptions/subscribe_statement.py`); the rest takes the general path."""
+    baselines = None
+    if not trigger:
+        now = timezone.now()
+        baselines = [subscription_baseline(subscribe, now)]
+        written = subscription_write_at_once(
+            owner=requester, subscribe=subscribe,
+            key=identity_key(requester, subscribe.target, subscribe.service_definition),
+            expires_at=_expiry(subscribe.duration, now), now=now, baseline=baselines[0])
+        if written is not None:
+            return written
+    subscription, created = subscriptions_upsert(owner=requester, subscribes=[subscribe],
+                                                 trigger=trigger, baselines=baselines)[0]
+    return subscription.id, created
+
+
+@retry_on_conflict
+def subscriptions_upsert(*, owner: str, subscribes: Sequence[SubscribeRequest],
+                         trigger: bool = False, baselines: Sequence[str] | None = None,
+                         ) -> list[tuple[Subscription, bool]]:
+    """Create or overwrite (in place, same id) `owner`'s subscriptions, all or nothing: the
+    same owner, target and service definition is the same subscription. Returns
+    (subscription, created) per request, in order. Without `trigger`, each starts from
+    its `subscription_baseline` (`baselines`, when the caller has read them already)."""
+    keys = [identity_key(owner, s.target, s.service_definition) for s in subscribes]
+    now = timezone.now()
+    if trigger:
+        baselines = [""] * len(subscribes)  # the push below records what was pushed
+    elif baselines is None:
+        baselines = [subscription_baseline(subscribe, now) for subscribe in subscribes]
+    with transaction.atomic():
+        # The keys' locks first: a subscription that does not exist yet cannot be
+        # row-locked, and concurrent subscribes (and an unsubscribe between them) would race
+        # to insert it.
+        subscriptions_lock(keys)
+        notify_topics_claim(subscribes)
+        rows = Subscription.objects.select_for_update()
+        # One key (a subscribe call): the plainer query, cheaper to compile on the hot path.
+        rows = rows.filter(identity_key=keys[0]) if len(keys) == 1 else \
+            rows.filter(identity_key__in=keys).order_by("pk")  # one lock order
+        existing = {s.identity_key: s for s in rows}
+        _ensure_room(Counter(s.target for s, key in zip(subscribes, keys, strict=True)
+                             if key not in existing))
+        upserted = []
+        for subscribe, key, baseline in zip(subscribes, keys, baselines, strict=True):
+            subscription = existing.get(key)
+            created = subscription is None
+            if created:
+                subscription = Subscription(owner=owner, target=subscribe.target,
+                                            service_definition=subscribe.service_definition,
+                                            identity_key=key, created_at=now)
+            _apply(subscription, subscribe, now, baseline)
+            subscription.save(force_insert=created)
+            if trigger:
+                subscription_push_queue(subscription, now=now)
+            upserted.append((subscription, created))
+    return upserted
+
+
+@retry_on_conflict
+def subscription_delete(*, requester: str, subscription_id: uuid.UUID) -> bool:
+    """Remove the requester's subscription. False when there is none; Forbidden when it is
+    another system's."""
+    with transaction.atomic():
+        subscription = Subscription.objects.select_for_update().filter(
+            id=subscription_id).first()
+        if subscription is None:
+            return False
+        if subscription.owner != requester:
+            raise Forbidden(f"{requester} is not the subscription owner")
+        _remove([subscription], reason="Unsubscribed")
+    return True
+
+
+@retry_on_conflict
+def subscriptions_delete(*, requester: str, is_operator: bool,
+                         ids: Sequence[uuid.UUID]) -> int:
+    """Push management's unsubscribe: remove the subscriptions, all or nothing. Forbidden
+    when one of them belongs to another system, unless the requester is an operator (who
+    owns everything). Unknown ids are ignored. Returns how many were removed."""
+    with transaction.atomic():
+        found = list(Subscription.objects.select_for_update().filter(id__in=ids)
+                     .order_by("pk"))  # one lock order for every multi-row writer
+        for subscription in found:
+            if not is_operator and subscription.owner != requester:
+                raise Forbidden(f"{subscription.id} is not owned by the requester")
+        _remove(found, reason="Unsubscribed")
+    return len(found)
+
+
+def _remove(subscriptions: Sequence[Subscription], *, reason: str) -> None:
+    deliveries_cancel(subscription_ids=[s.id for s in subscriptions], reason=reason)
+    Subscription.objects.filter(pk__in=[s.pk for s in subscriptions]).delete()
+
+
+@retry_on_conflict
+def subscriptions_remove_expired(*, now: dt.datetime | None = None) -> int:
+    now = now or timezone.now()
+    with transaction.atomic():
+        expired = list(Subscription.objects.select_for_update().filter(expires_at__lte=now)
+                       .order_by("pk"))  # one lock order for every multi-row writer
+        _remove(expired, reason="Subscription expired")
+    return len(expired)
+
