@@ -459,8 +459,8 @@ if METRICS_ENABLED:
 
 # --- REST framework and OpenAPI
 REST_FRAMEWORK = {
-    "DEFAULT_RENDERER_CLASSES": ["api.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["api.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["api.json_media.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["api.json_media.JSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": ["identity.authentication.ArrowheadAuthentication"],
     # The Blacklist filter comes before every other permission, as in the reference's filter
     # chain (order 20, before the management filter): a blacklisted system learns nothing else.

@@ -10,8 +10,7 @@ from api.schema import error_responses, null_body_is_absent
 from observability.metrics import pull_answered, pull_refused
 from orchestration import openapi_examples as examples
 from orchestration.pull.body_check import checked_orchestration_request
-from orchestration.pull.normalization import parse_orchestration_request
-from orchestration.pull.parse_cache import parsed_request
+from orchestration.pull.normalization import parse_orchestration_request, parsed_request
 from orchestration.pull.response_data import orchestration_response_data
 from orchestration.pull.serializers import (
     OrchestrationRequestSerializer,

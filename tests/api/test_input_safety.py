@@ -9,7 +9,7 @@ from django.test import Client, RequestFactory, override_settings
 
 from api.errors import envelope, exception_handler
 from api.input_safety import encodable, json_problem
-from api.renderers import JSONRenderer
+from api.json_media import JSONRenderer
 from conventions.exceptions import InvalidParameter
 from store.models import Rule, ServiceInstance
 from tests.helpers import SYSOP, as_system, assert_error, with_token

@@ -1,4 +1,4 @@
-"""Parsed pull requests kept per body (orchestration/pull/parse_cache.py)."""
+"""Parsed pull requests kept per body (orchestration/pull/normalization.py)."""
 import json
 
 import pytest
@@ -8,7 +8,7 @@ from rest_framework.test import APIRequestFactory
 
 from conventions.exceptions import InvalidParameter
 from orchestration.pull.apis import request_from_body
-from orchestration.pull.parse_cache import parsed_request
+from orchestration.pull.normalization import parsed_request
 from tests.helpers import assert_error
 from tests.orchestration.helpers import PULL, pull
 

@@ -8,7 +8,7 @@ import zoneinfo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api.renderers import JSONRenderer
+from api.json_media import JSONRenderer
 from orchestration.pull.response_data import orchestration_response_data
 from orchestration.pull.serializers import OrchestrationResponseSerializer
 from orchestration.pull.types import OrchestrationResult, OrchestrationResultEntry
@@ -43,7 +43,7 @@ def _one(entry: OrchestrationResultEntry) -> dict:
 
 # --- generated results ----------------------------------------------------------------------
 
-# Any Unicode; a lone surrogate now and then (the renderer replaces it, api.renderers).
+# Any Unicode; a lone surrogate now and then (the renderer replaces it, api.json_media).
 TEXT = st.one_of(st.text(max_size=12), st.sampled_from(["\u00e9t\u00e9 \u6e29 \U0001f321",
                                                          "a\ud800b"]))
 # Aware UTC datetimes, whole seconds or with microseconds, across the whole range of years.
