@@ -39,7 +39,7 @@ class _Unconnected:
 @pytest.fixture
 def unconnected(monkeypatch) -> None:
     monkeypatch.setattr(command, "MqttApiServer", _Unconnected)
-    monkeypatch.setattr(command, "snapshot_start", lambda: None)
+    monkeypatch.setattr(command, "mqtt_interface_start", lambda: None)
 
 
 @pytest.mark.parametrize("changes, message", [
@@ -68,7 +68,7 @@ from django.core.management import execute_from_command_line
 django.setup()
 from mqtt_api.management.commands import mqtt_api
 from tests.mqtt_api.test_command import _Unconnected
-mqtt_api.MqttApiServer, mqtt_api.snapshot_start = _Unconnected, lambda: None
+mqtt_api.MqttApiServer, mqtt_api.mqtt_interface_start = _Unconnected, lambda: None
 execute_from_command_line(["manage.py", "mqtt_api"])
 """
 
