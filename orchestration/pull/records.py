@@ -1,15 +1,17 @@
 """What pull reads, as plain immutable records: a consumer's rules, the catalog instances
 behind them and the reservations of those instances.
 
-Both sources of pull produce them: the database (orchestration.pull.selectors, for a pull inside a
-transaction and whenever the snapshot is not usable) and the in-memory snapshot of each web
-process (orchestration.snapshot.state). Records are shared between requests by the snapshot, so
-nothing may modify them or the dicts they hold: pull builds new dicts for what it changes
-(narrowed interfaces, results).
+Both sources of pull produce them, behind one interface (`PullSource`): the database
+(orchestration.pull.selectors, for a pull inside a transaction and whenever the snapshot is not
+usable) and the in-memory snapshot of each web process (orchestration.snapshot.state);
+`orchestration.pull.selectors.pull_source` chooses between them. Records are shared between
+requests by the snapshot, so nothing may modify them or the dicts they hold: pull builds new
+dicts for what it changes (narrowed interfaces, results).
 """
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,3 +53,20 @@ def interface_record(template_name: str, protocol: str, policy: str,
 def rules_in_pull_order(rules: list[PullRule]) -> list[PullRule]:
     """Best priority first, ties by service definition (SPEC §5 step 1)."""
     return sorted(rules, key=lambda rule: (rule.priority, rule.service_definition))
+
+
+class PullSource(Protocol):
+    """What pull reads, from one source: the database (`selectors.DATABASE`) or a view of the
+    snapshot (`orchestration.snapshot.state.SnapshotView`). The two answer alike for the same
+    committed state; pull's algorithm never knows which one it reads."""
+
+    def consumer_rules(self, *, consumer: str, service_definition: str | None,
+                       ) -> list[PullRule]:
+        """The consumer's rules (of `service_definition` only, when given), in pull order."""
+
+    def local_instances(self, instance_ids: Iterable[str]) -> dict[str, CatalogInstance]:
+        """The local catalog's entries of these ids, by id; unknown ids are absent."""
+
+    def active_locks(self, instance_ids: Iterable[str], *,
+                     now: dt.datetime) -> dict[str, Reservation]:
+        """The reservations of these instances that are live at `now`, by instance id."""

@@ -1,7 +1,11 @@
-"""Reads of pull from the database: the consumer's rules, the instances behind them and their
+"""What pull reads, and the one place that chooses where from (`pull_source`).
+
+The database source (`DATABASE`): the consumer's rules, the instances behind them and their
 reservations, as records (orchestration.pull.records), in a fixed number of queries (and at
-most one ServiceRegistry lookup) whatever the number of rules and interfaces. Outside a
-transaction pull reads the same from the process's snapshot (orchestration.snapshot.state)."""
+most one ServiceRegistry lookup) whatever the number of rules and interfaces. The other source
+is the process's snapshot (orchestration.snapshot.state), which answers the same reads from
+memory. Both are `PullSource`s, so pull's algorithm (orchestration.pull.services) and its tests
+run the same on either (docs/testing.md, "Pull on both sources")."""
 import datetime as dt
 from collections.abc import Iterable
 
@@ -11,9 +15,11 @@ from orchestration.models import OrchestrationLock
 from orchestration.pull.records import (
     CatalogInstance,
     PullRule,
+    PullSource,
     Reservation,
     interface_record,
 )
+from orchestration.snapshot.state import snapshot_view
 from serviceregistry.instances import RegistryInstance, registry_instances
 from store.models import Rule, ServiceInstance, ServiceInterface
 
@@ -75,3 +81,24 @@ def active_locks(instance_ids: Iterable[str], *, now: dt.datetime) -> dict[str, 
             for instance_id, owner, expires_at in OrchestrationLock.objects.filter(
                 service_instance_id__in=list(instance_ids), expires_at__gt=now)
             .values_list("service_instance_id", "owner", "expires_at")}
+
+
+class _Database:
+    """The database as a `PullSource`: the reads above."""
+
+    consumer_rules = staticmethod(consumer_rules)
+    local_instances = staticmethod(local_instances)
+    active_locks = staticmethod(active_locks)
+
+
+DATABASE: PullSource = _Database()
+
+
+def pull_source() -> PullSource:
+    """Where this pull reads its rules, instances and reservations: the process's snapshot,
+    brought up to date with every change committed before now, or the database when the
+    snapshot cannot answer: inside a transaction (which the snapshot cannot see; except the
+    previews `snapshot_in_transaction` allows), with PULL_SNAPSHOT=false, while it loads, and
+    when it has fallen too far behind (orchestration.snapshot.state, `snapshot_view`)."""
+    view = snapshot_view()
+    return DATABASE if view is None else view

@@ -32,7 +32,6 @@ from orchestration.pull.types import (
     OrchestrationResult,
     OrchestrationResultEntry,
 )
-from orchestration.snapshot.state import snapshot_view
 from orchestration.tokens import ca_tokens
 from orchestration.tokens.services import TokenGrant, is_issuable, tokens_issue
 from store.metadata_requirements import matches_any, regex_budget
@@ -110,20 +109,15 @@ def qos_max_latency(request: OrchestrationRequest) -> int | None:
 
 def _pull_data(run: _OrchestrationRun) -> tuple[list[PullRule], dict[str, CatalogInstance],
                                    dict[str, Reservation]]:
-    """The consumer's rules, their instances and the live reservations of those: from the
-    process's snapshot, or from the database inside a transaction (subscription previews)
-    and while the snapshot is not usable (orchestration.snapshot.state)."""
-    definition = run.request.requirement.service_definition
-    snapshot = snapshot_view()
-    if snapshot is None:
-        rules = selectors.consumer_rules(consumer=run.consumer, service_definition=definition)
-        ids = {rule.service_instance_id for rule in rules}
-        return (rules, selectors.catalog_instances(ids),
-                selectors.active_locks(ids, now=run.now))
-    rules = snapshot.consumer_rules(consumer=run.consumer, service_definition=definition)
+    """The consumer's rules, their instances and the live reservations of those, from the
+    source `selectors.pull_source` chooses: the process's snapshot, or the database inside a
+    transaction (subscription previews) and while the snapshot is not usable."""
+    source = selectors.pull_source()
+    rules = source.consumer_rules(consumer=run.consumer,
+                                  service_definition=run.request.requirement.service_definition)
     ids = {rule.service_instance_id for rule in rules}
-    return (rules, selectors.catalog_instances(ids, local=snapshot.local_instances),
-            snapshot.active_locks(ids, now=run.now))
+    return (rules, selectors.catalog_instances(ids, local=source.local_instances),
+            source.active_locks(ids, now=run.now))
 
 
 def _candidates(run: _OrchestrationRun) -> list[Candidate]:

@@ -27,6 +27,7 @@ decides the position). A pull racing a commit may see part of that concurrent tr
 the instance it created), never a state older than its arrival.
 """
 import contextlib
+import datetime as dt
 import gc
 import itertools
 import logging
@@ -71,7 +72,8 @@ TRUSTED_SECONDS = CHANGE_KEEP_SECONDS / 2
 
 
 class SnapshotView:
-    """What pull reads, from the snapshot (the same records as orchestration.pull.selectors)."""
+    """What pull reads, from the snapshot: a `PullSource` (orchestration.pull.records) giving
+    the same records as the database source (orchestration.pull.selectors.DATABASE)."""
 
     def __init__(self, data: "_Data") -> None:
         self._data = data
@@ -90,7 +92,8 @@ class SnapshotView:
         return {instance_id: instance for instance_id in instance_ids
                 if (instance := instances.get(instance_id)) is not None}
 
-    def active_locks(self, instance_ids: Iterable[str], *, now) -> dict[str, Reservation]:
+    def active_locks(self, instance_ids: Iterable[str], *,
+                     now: dt.datetime) -> dict[str, Reservation]:
         locks = self._data.locks
         return {instance_id: lock for instance_id in instance_ids
                 if (lock := locks.get(instance_id)) is not None and lock.expires_at > now}
@@ -347,7 +350,8 @@ def snapshot_in_transaction(allowed: bool = True):
 
 
 def snapshot_view() -> SnapshotView | None:
-    """The snapshot for a pull, or None when the pull must query the database."""
+    """The snapshot for a pull, or None when the pull must query the database (the rules
+    of the module docstring; orchestration.pull.selectors.pull_source is the one caller)."""
     if not settings.PULL_SNAPSHOT or connection.vendor not in ("postgresql", "sqlite"):
         return None
     if connection.in_atomic_block:
