@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 from django.utils import timezone
 
+from orchestration.history.job_writer import job_writer_flush
 from orchestration.models import AuthorizationToken, OrchestrationJob, OrchestrationLock
 from orchestration.pull.normalization import parse_orchestration_request
 from orchestration.pull.services import orchestrate_preview
@@ -21,9 +22,10 @@ from tests.fake_blacklist import CHECK, QUERY, FakeBlacklist, blacklist  # noqa:
 from tests.fake_service_registry import FakeServiceRegistry
 from tests.helpers import assert_error
 from tests.orchestration.helpers import PULL, instance_ids, pull
+from tests.pull_sources import reads_no_source
 from tests.store.helpers import http_interface, instance_body
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("pull_source")]
 
 CONSUMER = "TestConsumer"
 PROVIDERS = [f"TestProvider{n}" for n in range(1, 5)]
@@ -84,6 +86,7 @@ class BlacklistScenarioTests:
         assert without_alives_at(second) == {
             **first_page(PROVIDERS),
             "pagination": {"page": 1, "size": 2, "direction": None, "sortField": None}}
+        job_writer_flush()  # outside a transaction (snapshot) the job is written behind
         job = OrchestrationJob.objects.get()
         assert (job.status, job.result_count) == (OrchestrationJob.Status.DONE, 0)
 
@@ -128,6 +131,7 @@ class BlacklistScenarioTests:
         blacklist.refuse_with = status
         assert_error(pull(api, BODY, consumer=CONSUMER), status, exception_type, message,
                      f"POST {PULL}")
+        job_writer_flush()  # outside a transaction (snapshot) the job is written behind
         job = OrchestrationJob.objects.get()
         assert (job.status, job.message) == (OrchestrationJob.Status.ERROR, message)
 
@@ -219,6 +223,7 @@ class ProviderDiscoveryTests:
             call.body for call in registry.lookups()]
 
 
+@reads_no_source
 def test_the_fake_blacklist_refuses_a_caller_without_identity() -> None:
     """The fake checks identities, so the tests above show that ours is sent."""
     fake = FakeBlacklist()

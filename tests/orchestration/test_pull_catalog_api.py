@@ -12,9 +12,10 @@ from orchestration.models import OrchestrationJob
 from store.models import ServiceInstance
 from tests.orchestration.helpers import instance_ids, pull
 from tests.factories import make_instances, make_rules
+from tests.pull_sources import database_only
 from tests.store.helpers import http_interface, instance_body, mqtt_interface
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("pull_source")]
 
 A, B = "ProviderA|temperatureInfo|1.0.0", "ProviderB|temperatureInfo|2.0.0"
 C, P = "ProviderC|temperatureInfo|1.0.0", "ProviderA|pressureInfo|1.0.0"
@@ -147,6 +148,9 @@ class PullCatalogTests:
                 "orchestrationFlags": {"MATCHMAKING": True}}
         assert instance_ids(pull(api, body)) == [P, B]
 
+    # The database source's own queries, and the job written in the pull's transaction: the
+    # snapshot reads none of these tables (test_pull_snapshot.py `test_it_answers_from_memory`).
+    @database_only
     def test_it_reads_in_a_bounded_number_of_queries(self, api, django_assert_max_num_queries):
         bodies = [instance_body(f"Provider{n}", "temperatureInfo", "1.0.0",
                                 interfaces=[http_interface(), mqtt_interface(),

@@ -11,7 +11,7 @@ from tests.orchestration.helpers import instance_ids, pull
 from tests.factories import make_instances, make_rules
 from tests.store.helpers import instance_body
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("pull_source")]
 
 R120, R30, PLAIN = ("Reservable|heater|1.0.0", "ShortReservable|heater|1.0.0",
                     "Plain|heater|1.0.0")

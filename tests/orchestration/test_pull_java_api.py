@@ -12,9 +12,10 @@ from store.models import ServiceInstance, ServiceInterface
 from tests.helpers import assert_error
 from tests.orchestration.helpers import PULL, instance_ids, pull
 from tests.factories import make_instances, make_rules
+from tests.pull_sources import reads_no_source
 from tests.store.helpers import http_interface, instance_body
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("pull_source")]
 
 ORIGIN = f"POST {PULL}"
 GHOST = "Ghost|serviceOne|1.0.0"  # no catalog entry
@@ -195,6 +196,7 @@ class IgnoredFlagTests:
         ({"ONLY_PREFERRED": True}, "ONLY_PREFERRED flag is present, but no preferred provider "
                                    "is defined"),
     ])
+    @reads_no_source
     def test_it_still_refuses_unknown_and_invalid_flags(self, api, flags, message):
         assert_error(pull(api, {"orchestrationFlags": flags}), 400, "INVALID_PARAMETER",
                      message, ORIGIN)

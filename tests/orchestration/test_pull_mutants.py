@@ -17,7 +17,7 @@ from tests.orchestration.helpers import instance_ids, pull
 from tests.store.helpers import instance_body
 from tests.subscriptions.helpers import mqtt_notify, subscribe, subscription_body
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("pull_source")]
 
 HEATER, PLAIN = "Heater|heater|1.0.0", "Plain|heater|1.0.0"
 

@@ -4,8 +4,9 @@ import pytest
 
 from tests.helpers import assert_error
 from tests.orchestration.helpers import PULL, pull
+from tests.pull_sources import reads_no_source
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("pull_source")]
 
 
 class PullQosEdgesTests:
@@ -23,6 +24,7 @@ class PullQosEdgesTests:
 
         assert response.status_code == 200
 
+    @reads_no_source
     def test_it_refuses_a_latency_bound_of_nineteen_digits(self, api):
         response = pull(api, {"qosRequirements": {"maxLatencyMs": "1" * 19}})
 

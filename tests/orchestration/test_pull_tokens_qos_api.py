@@ -8,9 +8,10 @@ from store.models import ServiceInterface
 from tests.helpers import as_system, assert_error
 from tests.orchestration.helpers import PULL, instance_ids, pull
 from tests.factories import make_instances, make_rules
+from tests.pull_sources import reads_no_source
 from tests.store.helpers import http_interface, instance_body
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("pull_source")]
 
 VERIFY = "/serviceorchestration/authorization-token/verify"
 TIMED, USAGE, OPEN = ("Timed|meter|1.0.0", "Counted|meter|1.0.0", "Open|meter|1.0.0")
@@ -126,6 +127,7 @@ class PullQosTests:
         ({"maxLatencyMs": None}, "Invalid QoS requirement: maxLatencyMs should be a positive integer"),
         ({"maxJitterMs": "3"}, "Unsupported QoS requirement: maxJitterMs"),
     ])
+    @reads_no_source
     def test_it_refuses_invalid_qos_requirements(self, api, measured, qos, message):
         assert_error(pull(api, {"qosRequirements": qos}), 400, "INVALID_PARAMETER", message,
                      f"POST {PULL}")
