@@ -45,6 +45,20 @@ _SUBSCRIPTION_SERVICE_TESTS = [
     "tests/serviceregistry/test_pull_lookup_api.py",
 ]
 
+# The pull test files: each runs on both sources of pull, the database and the snapshot
+# (tests/pull_sources.py; `--pull-sources` picks one).
+_PULL_TESTS = [
+    "tests/orchestration/test_pull_catalog_api.py",
+    "tests/orchestration/test_pull_rules_api.py",
+    "tests/orchestration/test_pull_java_api.py",
+    "tests/orchestration/test_pull_blacklist_api.py",
+    "tests/orchestration/test_pull_tokens_qos_api.py",
+    "tests/orchestration/test_pull_exclusivity_api.py",
+    "tests/orchestration/test_pull_qos_edges_api.py",
+    "tests/orchestration/test_pull_snapshot.py",
+    "tests/orchestration/test_pull_mutants.py",
+]
+
 # Module → the fast test files that exercise it (found with grep on the module's callers).
 MODULES: dict[str, list[str]] = {
     "store/metadata_requirements.py": [
@@ -65,17 +79,8 @@ MODULES: dict[str, list[str]] = {
         "tests/store/test_rule_edges_api.py",
         "tests/store/test_rule_services_mutants.py",
     ],
-    "orchestration/pull/services.py": [
-        "tests/orchestration/test_pull_catalog_api.py",
-        "tests/orchestration/test_pull_rules_api.py",
-        "tests/orchestration/test_pull_java_api.py",
-        "tests/orchestration/test_pull_blacklist_api.py",
-        "tests/orchestration/test_pull_tokens_qos_api.py",
-        "tests/orchestration/test_pull_exclusivity_api.py",
-        "tests/orchestration/test_pull_qos_edges_api.py",
-        "tests/orchestration/test_pull_snapshot.py",
-        "tests/orchestration/test_pull_mutants.py",
-    ],
+    "orchestration/pull/services.py": _PULL_TESTS,
+    "orchestration/pull/selectors.py": _PULL_TESTS,
     "subscriptions/services/subscribing.py": _SUBSCRIPTION_SERVICE_TESTS,
     "subscriptions/services/evaluation.py": _SUBSCRIPTION_SERVICE_TESTS,
     "subscriptions/services/pushing.py": _SUBSCRIPTION_SERVICE_TESTS,
@@ -354,7 +359,12 @@ def main() -> None:
                         help="only the mutant with this index (repeatable; with one --module)")
     parser.add_argument("--list", action="store_true", help="print the mutants, run nothing")
     parser.add_argument("--json", type=Path, help="also write the results to this file")
+    parser.add_argument("--pull-sources", choices=["both", "database", "snapshot"],
+                        default="both", help="the sources the pull tests run on (both: "
+                        "a mutant is killed when either fails; snapshot: the production path)")
     args = parser.parse_args()
+    if args.pull_sources != "both":  # read by tests/pull_sources.py in every pytest run
+        os.environ["TEST_PULL_SOURCES"] = args.pull_sources
     modules = args.module or list(MODULES)
     if args.only and len(modules) != 1:
         parser.error("--only needs exactly one --module")

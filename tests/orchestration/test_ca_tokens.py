@@ -10,6 +10,7 @@ import pytest
 
 from conventions.timestamps import parse_utc
 from notifications.models import NotificationDelivery
+from orchestration.history.job_writer import job_writer_flush
 from orchestration.models import AuthorizationToken, OrchestrationJob, OrchestrationLock
 from clients import exchange, peers
 from serviceregistry import instances
@@ -27,6 +28,7 @@ from tests.fake_service_registry import FakeServiceRegistry
 from tests.helpers import SYSOP, as_system, assert_error
 from tests.orchestration.helpers import PULL, pull
 from tests.ports import reserved_port
+from tests.pull_sources import database_only
 from tests.store.helpers import http_interface, instance_body
 from tests.subscriptions.helpers import (
     PUSH_TRIGGER,
@@ -37,7 +39,7 @@ from tests.subscriptions.helpers import (
     subscription_body,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("pull_source")]
 
 CONSUMER, SERVICE, OPERATION = "RequesterSystem", "testService", "test-operation"
 P1, P2 = "TestProvider1", "TestProvider2"
@@ -260,6 +262,7 @@ class FailureTests:
         assert_error(response, 503, "EXTERNAL_SERVER_ERROR",
                      "ConsumerAuthorization authorizationTokenManagement/generate-tokens "
                      "failed: Connection refused", f"POST {PULL}")
+        job_writer_flush()  # outside a transaction (snapshot) the job is written behind
         job = OrchestrationJob.objects.get()
         assert (job.type, job.status, job.result_count) == ("PULL", "ERROR", 0)
         assert job.message == response.json()["errorMessage"]
@@ -278,6 +281,7 @@ class FailureTests:
                      "ConsumerAuthorization refused to generate the authorization tokens "
                      "(HTTP 403 FORBIDDEN): SimpleStoreServiceOrchestration has no permission "
                      "for unbounded token generation request", f"POST {PULL}")
+        job_writer_flush()  # outside a transaction (snapshot) the job is written behind
         assert OrchestrationJob.objects.get().status == "ERROR"
 
     def test_it_answers_503_when_the_ca_fails(self, api, ca):
@@ -335,6 +339,8 @@ class FailureTests:
 
 
 class PushTests:
+    # Its pull runs inside the subscribe's transaction, which reads the database either way.
+    @database_only
     def test_a_triggered_subscribe_pushes_the_ca_tokens(self, api, ca):
         providers((P1, [interface(TIME)]))
         response = subscribe(api, subscription_body(SERVICE, notify=mqtt_notify("t/ca")),
@@ -365,6 +371,9 @@ class PushTests:
         assert [set(r["authorizationTokens"][TIME]) for r in
                 delivery.payload["payload"]["results"]] == [{SERVICE}, {SERVICE}]
 
+    # Holds the trigger's task back with the test transaction's on-commit callbacks, and the
+    # push job's pull runs inside its transaction, which reads the database either way.
+    @database_only
     def test_a_triggered_push_job_ends_in_error_while_the_ca_is_down(
             self, api, ca, django_capture_on_commit_callbacks):
         providers((P1, [interface(TIME)]))

@@ -7,6 +7,7 @@ import time
 import pytest
 
 from notifications.models import NotificationDelivery
+from orchestration.history.job_writer import job_writer_flush
 from orchestration.models import OrchestrationJob
 from clients import exchange
 from serviceregistry import instances
@@ -20,11 +21,12 @@ from tests.orchestration.test_pull_java_api import (
     JAVA_FLAGS_WARNING,
 )
 from tests.ports import reserved_port
+from tests.pull_sources import database_only
 from tests.factories import make_instances, make_rules
 from tests.store.helpers import http_interface, instance_body
 from tests.subscriptions.helpers import mqtt_notify, subscribe, subscription_body
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("pull_source")]
 
 ONE, TWO = "ProviderOne|serviceOne|1.0.0", "ProviderTwo|serviceOne|1.0.0"
 OTHER, GHOST = "ProviderOne|serviceTwo|1.0.0", "Ghost|serviceOne|1.0.0"
@@ -174,6 +176,7 @@ class RegistryFailureTests:
         assert_error(pull(api), 503, "EXTERNAL_SERVER_ERROR",
                      "ServiceRegistry POST /serviceregistry/service-discovery/lookup?verbose="
                      "false answered HTTP 500: Broken", f"POST {PULL}")
+        job_writer_flush()  # outside a transaction (snapshot) the job is written behind
         job = OrchestrationJob.objects.get()
         assert (job.status, job.result_count) == (OrchestrationJob.Status.ERROR, 0)
         assert job.message.startswith("ServiceRegistry POST ")
@@ -212,6 +215,9 @@ class StandaloneTests:
         assert registry.calls == []
 
 
+# Every pull here runs in a subscription's evaluation, inside its transaction, where pull reads
+# the database on either source.
+@database_only
 class SubscriptionEvaluationTests:
     @pytest.fixture
     def subscription(self, api, registry):
