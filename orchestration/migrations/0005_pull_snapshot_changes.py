@@ -2,17 +2,7 @@
 
 from django.db import migrations, models
 
-# The triggers are defined once, in orchestration/snapshot/changes.py. Changing them needs a new
-# migration that installs them again.
-from orchestration.snapshot.changes import install_triggers, uninstall_triggers
-
-
-def install(apps, schema_editor):
-    install_triggers(schema_editor)
-
-
-def uninstall(apps, schema_editor):
-    uninstall_triggers(schema_editor)
+from orchestration.migrations.sql import sql_file_migration
 
 
 class Migration(migrations.Migration):
@@ -36,5 +26,5 @@ class Migration(migrations.Migration):
                 'indexes': [models.Index(fields=['xid'], name='snapshot_change_xid'), models.Index(fields=['seen_at'], name='snapshot_change_seen_at')],
             },
         ),
-        migrations.RunPython(install, uninstall),
+        migrations.RunPython(*sql_file_migration('0005_feed')),
     ]

@@ -16,7 +16,13 @@ from orchestration.pull.records import (
     Reservation,
     interface_record,
 )
-from orchestration.snapshot.changes import INSTANCES, INTERFACES, LOCKS, RULES
+from orchestration.models import OrchestrationLock
+from store.models import Rule, ServiceInstance, ServiceInterface
+
+RULES = Rule._meta.db_table
+INSTANCES = ServiceInstance._meta.db_table
+INTERFACES = ServiceInterface._meta.db_table
+LOCKS = OrchestrationLock._meta.db_table
 
 # Rules by consumer, then by service definition, best priority first.
 ConsumerRules = dict[str, tuple[PullRule, ...]]
