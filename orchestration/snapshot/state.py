@@ -40,7 +40,7 @@ from django.db import connection
 
 from orchestration.pull.records import CatalogInstance, PullRule, Reservation
 from orchestration.snapshot.changes import (
-    CHANGE_KEEP_SECONDS,
+    TRUSTED_SECONDS,
     Change,
     FeedPosition,
     changes_since,
@@ -67,8 +67,6 @@ GATHER_SECONDS = 0.002
 # A web worker freezes its objects again (see PullSnapshot.freeze_after_load) once it has
 # applied this many changes since the last time.
 FREEZE_AFTER_CHANGES = 10_000
-# A position not read for this long may have lost rows to pruning.
-TRUSTED_SECONDS = CHANGE_KEEP_SECONDS / 2
 
 
 class SnapshotView:
