@@ -1,7 +1,8 @@
 """The ServiceRegistry has no change events: the instances behind live subscriptions are
 looked up periodically (one lookup per poll) and those whose data changed since the last
-poll, appeared or went away are recorded as catalog changes (store.changes), which the
-subscriptions app turns into re-evaluations and pushes (docs/local-cloud.md "Polling").
+poll or appeared are changes in the feed (a trigger on the fingerprints,
+orchestration/migrations/sql/), which the subscriptions app turns into re-evaluations and
+pushes (docs/local-cloud.md "Polling").
 Whose instances to poll is the subscriptions app's to say (it is above this one): its beat
 task (subscriptions.tasks `serviceregistry.poll_instances`) gives the consumers as a callable."""
 import datetime as dt
@@ -16,7 +17,6 @@ from django.utils import timezone
 from database.transaction_retry import retry_on_conflict
 from serviceregistry.instances import RegistryInstance, registry_instances
 from serviceregistry.models import PolledInstance
-from store.changes import change_record
 from store.models import Rule
 
 
@@ -59,9 +59,9 @@ def instances_poll(consumers_at: Callable[[dt.datetime], Iterable[str]]) -> int:
 
 @retry_on_conflict
 def _changes_record(seen: dict[str, str], now: dt.datetime) -> int:
-    """Store the fingerprints and record the changed ones (polls of several processes may
-    overlap: the rows are locked in one order, and a change reported twice is evaluated once
-    more, which pushes nothing new)."""
+    """Store the fingerprints; a changed one is a change in the feed (polls of several
+    processes may overlap: the rows are locked in one order, and a change reported twice is
+    evaluated once more, which pushes nothing new)."""
     ids = list(seen)
     with transaction.atomic():
         previous = dict(PolledInstance.objects.select_for_update().filter(instance_id__in=ids)
@@ -72,5 +72,4 @@ def _changes_record(seen: dict[str, str], now: dt.datetime) -> int:
             update_conflicts=True, unique_fields=["instance_id"],
             update_fields=["fingerprint", "polled_at"])
         PolledInstance.objects.filter(polled_at__lt=now).delete()  # no subscription behind
-        change_record(instance_ids=changed)
     return len(changed)

@@ -113,16 +113,3 @@ class ServiceInterface(models.Model):
 
     def __str__(self) -> str:
         return f"{self.template_name} ({self.policy})"
-
-
-class CatalogChange(models.Model):
-    """Outbox of changes that may alter orchestration results: written in the same transaction
-    as the change (rules of `consumers` changed; instances `instance_ids` changed or went
-    away), consumed by the subscriptions app, which re-evaluates the affected subscriptions."""
-
-    consumers = models.JSONField(default=list)
-    instance_ids = models.JSONField(default=list)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    def __str__(self) -> str:
-        return f"change {self.pk}: {len(self.consumers)} consumer(s), {len(self.instance_ids)} instance(s)"

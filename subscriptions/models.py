@@ -29,10 +29,10 @@ class Subscription(models.Model):
     notify_properties = models.JSONField(default=dict)
     duration = models.PositiveIntegerField(null=True, blank=True, help_text="Seconds.")
     expires_at = models.DateTimeField(null=True, blank=True)
-    # Set when a recorded catalog change (a `CatalogChange` row, store/changes.py) concerns
-    # the target: the change-processing task flags the subscriptions and deletes the rows in
-    # one transaction. Cleared in the transaction that evaluated the subscription (and queued
-    # a notification if the result changed). See subscriptions/services/__init__.py, steps 2 and 3.
+    # Set when a change in the feed concerns the target: the change-processing task flags the
+    # subscriptions and moves its `FeedCursor` past the change in one transaction. Cleared in
+    # the transaction that evaluated the subscription (and queued a notification if the
+    # result changed). See subscriptions/services/__init__.py, steps 2 and 3.
     needs_evaluation = models.BooleanField(default=False)
     last_fingerprint = models.CharField(max_length=64, blank=True, editable=False)
     last_pushed_at = models.DateTimeField(null=True, blank=True, editable=False)
@@ -57,6 +57,17 @@ class Subscription(models.Model):
     def __str__(self) -> str:
         return (f"{self.owner}→{self.target} {self.service_definition or '*'} → "
                 f"{self.notify_protocol}")
+
+
+class FeedCursor(models.Model):
+    """Where the subscriptions stand in the change feed (orchestration/snapshot/changes.py):
+    one row, locked by the processing round that reads the feed and flags the subscriptions
+    concerned (subscriptions/services/evaluation.py `_changes_flag`)."""
+
+    last_id = models.BigIntegerField(default=0)
+    # PostgreSQL: the transactions running at the last read (their rows may have lower ids).
+    running = models.JSONField(default=list)
+    read_at = models.DateTimeField(null=True)  # None: never read (every subscription is due)
 
 
 # The advisory-lock namespace of subscriptions by identity key (database/advisory_locks.py):

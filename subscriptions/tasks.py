@@ -18,8 +18,8 @@ _poll_logger = logging.getLogger("serviceregistry.tasks")
 
 @shared_task(name="subscriptions.process_changes", acks_late=True)
 def process_changes_task() -> int:
-    """Evaluate the subscriptions that catalog or rule changes may have affected (enqueued
-    after each change commits, and by beat as a safety net). Idempotent."""
+    """Evaluate the subscriptions that the changes in the feed may have affected (beat, every
+    2 s; nudged by the store's writes after they commit). Idempotent."""
     return changes_process()
 
 

@@ -7,7 +7,6 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from orchestration.models import OrchestrationLock
-from store.changes import change_record
 
 
 def reserve(*, instance_id: str, owner: str, seconds: int, now: dt.datetime) -> dt.datetime | None:
@@ -27,9 +26,8 @@ def reserve(*, instance_id: str, owner: str, seconds: int, now: dt.datetime) -> 
 @transaction.atomic
 def locks_delete(locks: QuerySet[OrchestrationLock]) -> int:
     """End these reservations (expired ones, or an operator's choice in the admin): the
-    instances may be offered to others again, so their results may change (recorded as a
-    catalog change). Returns how many were deleted."""
-    change_record(instance_ids=locks.values_list("service_instance_id", flat=True))
+    instances may be offered to others again, so their results may change (a change in the
+    feed, written by the database). Returns how many were deleted."""
     deleted, _ = locks.delete()
     return deleted
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from conventions.exceptions import InvalidParameter
 from database.transaction_retry import retry_on_conflict
-from store.changes import change_record
+from store.services.nudge import processing_nudge
 from store.models import Rule, ServiceInstance
 from store.services.instances import (
     ValidInstance,
@@ -176,9 +176,7 @@ def rule_import(rules: Sequence, *, requester: str, replace: bool = False, updat
     work = _rule_work(rules, replace=replace)
     _ensure_allowed(work.plan, update=update, expected=expected)
     _rules_write(work, requester, progress)
-    change_record(consumers=[rule.consumer for rule in work.create]
-                  + [rule.consumer for _, rule in work.update]
-                  + [consumer for _, consumer in work.remove])
+    processing_nudge()
     return work.plan
 
 

@@ -1,7 +1,7 @@
 """Writing the service instance catalog (SPEC §4): create (same id replaces), update, remove,
 and purge of expired instances. The API, the admin (add, change, delete, actions) and the
-import command all write through here, so every write locks the ids and records a
-`CatalogChange`.
+import command all write through here, so every write locks the ids (and nudges
+the subscriptions' change processing).
 
 Each write validates raw drafts into typed values (`ValidInstance`, `ValidInstanceUpdate`)
 and then stores them (`instances_store`, `instances_update`); both replace interfaces
@@ -21,7 +21,7 @@ from conventions.instance_ids import build_instance_id, instance_id
 from conventions.timestamps import parse_utc
 from conventions.versions import normalize_version, validate_version
 from database.transaction_retry import retry_on_conflict
-from store.changes import change_record
+from store.services.nudge import processing_nudge
 from store.interfaces import (
     InterfaceDraft,
     ValidInterface,
@@ -231,7 +231,7 @@ def instances_store(instances: Sequence[ValidInstance], *, batch_size: int = 500
     measurements when address and port are unchanged). Rows are locked and inserted in id
     order (see `_lock_existing`); the answer keeps the request's order."""
     now = timezone.now()
-    change_record(instance_ids=[instance.instance_id for instance in instances])
+    processing_nudge()
     existing = _lock_existing([instance.instance_id for instance in instances], batch_size)
     ordered = sorted(instances, key=lambda instance: instance.instance_id)
     rows: dict[str, ServiceInstance] = {}
@@ -278,7 +278,7 @@ def instances_update(updates: Sequence[ValidInstanceUpdate]) -> list[ServiceInst
         row.expires_at, row.metadata, row.updated_at = update.expires_at, update.metadata, now
         rows.append(row)
     ServiceInstance.objects.bulk_update(rows, ["expires_at", "metadata", "updated_at"])
-    change_record(instance_ids=stored)
+    processing_nudge()
     _interfaces_replace([(row, update.interfaces) for row, update in zip(rows, updates)])
     return _with_interfaces(rows)
 
@@ -300,7 +300,7 @@ def instance_delete_many(*, instance_ids: Iterable[str]) -> int:
     """Remove instances (their rows locked in id order first, as every instance writer does).
     `instance_ids` may be a lazy queryset: a retry evaluates it again."""
     locked = _lock_existing(list(instance_ids), batch_size=1000)
-    change_record(instance_ids=locked)
+    processing_nudge()
     pks = [instance.pk for instance in locked.values()]
     deleted = 0
     for start in range(0, len(pks), 1000):  # short IN lists on big imports (--replace)

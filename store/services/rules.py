@@ -14,7 +14,7 @@ from conventions.exceptions import InvalidParameter
 from conventions.instance_ids import ServiceInstanceId, parse_instance_id
 from conventions.uuids import require_uuid
 from database.transaction_retry import retry_on_conflict
-from store.changes import change_record
+from store.services.nudge import processing_nudge
 from store.models import MAX_PRIORITY, UNIQUE_PRIORITY, Rule
 from store.services.locks import rule_sets_lock
 
@@ -126,7 +126,7 @@ def rules_store(rules: Sequence[ValidRule], *, requester: str,
         with transaction.atomic():
             rule_sets_lock((rule.consumer, rule.instance.service_definition) for rule in rules)
             rules_ensure_not_stored(rules)
-            change_record(consumers=(rule.consumer for rule in rules))
+            processing_nudge()
             for start in range(0, len(created), batch_size):
                 Rule.objects.bulk_create(created[start:start + batch_size])
     except IntegrityError:
@@ -190,7 +190,7 @@ def rule_priorities_modify(*, priorities: dict[str, int | None], requester: str)
                 rule.priority, rule.updated_by, rule.updated_at = priority, requester, now
                 modified.append(rule)
             _store_priorities(modified)
-            change_record(consumers=(rule.consumer for rule in modified))
+            processing_nudge()
     except IntegrityError:
         raise InvalidParameter("A conflicting rule was created concurrently; please retry")
     return modified
@@ -234,7 +234,7 @@ def _delete_locked(rules) -> int:
     writer off its rows)."""
     rule_sets = _rule_sets_of(rules)
     rule_sets_lock(rule_sets)
-    change_record(consumers=(consumer for consumer, _ in rule_sets))
+    processing_nudge()
     deleted, _ = rules.delete()
     return deleted
 

@@ -5,13 +5,15 @@ subscriptions/push_jobs.py.
 
 The push path, from a change to the subscriber, step by step:
 
-1. A write that may alter results (rules, instances, interfaces, reservations ending) records
-   a `CatalogChange` row in the same transaction (`store/changes.py` `change_record`); after
-   the commit it asks for the task `subscriptions.process_changes` by name, a moment later so
-   that a burst is handled once. Beat runs the task every 2 s as well, and without a broker
-   the in-process scheduler (`config/scheduler.py`) does.
-2. `changes_process()` (evaluation.py) takes the pending change rows and, in one transaction, flags
-   the subscriptions of the consumers they concern (`needs_evaluation`) and deletes the rows.
+1. A write that may alter results (rules, instances, interfaces, reservations, polled
+   ServiceRegistry instances) writes rows into the change feed: database triggers, in the
+   same transaction (orchestration/snapshot/changes.py). Beat runs the task
+   `subscriptions.process_changes` every 2 s, and without a broker the in-process scheduler
+   (`config/scheduler.py`) does; the store's services also nudge it after their commit
+   (store/services/nudge.py), a moment later so that a burst is handled once.
+2. `changes_process()` (evaluation.py) reads the feed from the subscriptions' cursor
+   (`FeedCursor`) and, in one transaction, flags the subscriptions of the consumers concerned
+   (`needs_evaluation`) and moves the cursor past what it read.
 3. `subscriptions_evaluate_flagged()` evaluates the flagged subscriptions 500 per transaction
    (`_evaluate_batch`): locks them (skipping those another round holds), previews each
    orchestration from one view of the pull snapshot, and for each result that differs from

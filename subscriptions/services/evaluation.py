@@ -1,6 +1,6 @@
 """Evaluating subscriptions: which results changed since they were last pushed (steps 2 and 3
-of the push path, subscriptions/services/__init__.py). Pending catalog changes flag the
-subscriptions of the consumers they concern (`changes_process`); the flagged ones are
+of the push path, subscriptions/services/__init__.py). The changes in the feed since the last
+round flag the subscriptions of the consumers they concern (`changes_process`); the flagged ones are
 evaluated in batches, previewed from one view of the pull snapshot, and the changed results
 pushed in bulk; a subscription that a batch cannot settle is evaluated alone
 (`subscription_evaluate`)."""
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from conventions.exceptions import ExternalServerError
@@ -22,11 +23,17 @@ from notifications.outbox import Notification, deliveries_create
 from orchestration.models import OrchestrationJob
 from orchestration.pull.normalization import parse_orchestration_request
 from orchestration.pull.services import orchestrate_preview
+from orchestration.snapshot.changes import (
+    TRUSTED_SECONDS,
+    FeedPosition,
+    changes_since,
+    feed_start,
+)
 from orchestration.snapshot.state import snapshot_in_transaction
 from clients.serviceregistry import ServiceRegistryUnavailable
 from serviceregistry.polling import instances_refresh
-from store.models import CatalogChange, Rule
-from subscriptions.models import Subscription
+from store.models import Rule
+from subscriptions.models import FeedCursor, Subscription
 from subscriptions.services.pushing import (
     Rendering,
     fingerprint,
@@ -36,8 +43,10 @@ from subscriptions.services.pushing import (
 
 logger = logging.getLogger(__name__)
 
-# How many outbox rows one processing round takes (the rest wait for the next round).
+# How many subscriptions one UPDATE flags.
 CHANGE_BATCH = 500
+# How many changes one round reads from the feed; more flag every live subscription.
+FEED_READ_LIMIT = 20_000
 # How many flagged subscriptions one transaction evaluates.
 EVALUATION_BATCH = 500
 
@@ -67,8 +76,9 @@ def subscription_evaluate(*, subscription_id: uuid.UUID, force: bool = False) ->
 
 
 def changes_process() -> int:
-    """Turn pending catalog changes into `needs_evaluation` flags (one transaction), then
-    evaluate every flagged subscription once. Returns how many pushes were queued."""
+    """Turn the changes in the feed since the subscriptions' cursor into `needs_evaluation`
+    flags (one transaction), then evaluate every flagged subscription once. Returns how many
+    pushes were queued."""
     _changes_flag()
     return subscriptions_evaluate_flagged()
 
@@ -76,22 +86,37 @@ def changes_process() -> int:
 @retry_on_conflict
 @transaction.atomic
 def _changes_flag() -> None:
-    changes = list(CatalogChange.objects.select_for_update(skip_locked=True)
-                   .order_by("id")[:CHANGE_BATCH])
-    consumers = {c for change in changes for c in change.consumers}
-    instance_ids = {i for change in changes for i in change.instance_ids}
-    if instance_ids:
-        consumers.update(Rule.objects.filter(service_instance_id__in=instance_ids)
-                         .values_list("consumer", flat=True).distinct())
-    if consumers:
-        # Lock the rows in id order first: a bulk UPDATE locks them in whatever order
-        # its plan reads them, which two concurrent rounds need not share.
-        flagged = list(Subscription.objects.select_for_update().filter(target__in=consumers)
-                       .order_by("pk").values_list("pk", flat=True))
-        for start in range(0, len(flagged), CHANGE_BATCH):  # short IN lists
-            Subscription.objects.filter(pk__in=flagged[start:start + CHANGE_BATCH]).update(
-                needs_evaluation=True)
-    CatalogChange.objects.filter(pk__in=[change.pk for change in changes]).delete()
+    """Read the feed from the cursor (locked: concurrent rounds take turns, and each reads
+    from where the last committed one left off) and flag the subscriptions of the consumers
+    concerned: those whose rules changed and those whose rules point at a changed instance.
+    A cursor never read, or not for TRUSTED_SECONDS (the feed may have been pruned since),
+    more than FEED_READ_LIMIT changes, or a TRUNCATE flag every live subscription instead."""
+    FeedCursor.objects.get_or_create(pk=1)
+    cursor = FeedCursor.objects.select_for_update().get(pk=1)
+    now = timezone.now()
+    changes, after = [], None
+    if cursor.read_at is not None and (now - cursor.read_at).total_seconds() < TRUSTED_SECONDS:
+        changes, after = changes_since(FeedPosition(cursor.last_id, tuple(cursor.running)),
+                                       FEED_READ_LIMIT)
+    if after is None or any(change.everything for change in changes):
+        after = feed_start()  # everything committed before it is evaluated now
+        due = Subscription.objects.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+    else:
+        consumers = {change.consumer for change in changes if change.consumer}
+        instance_ids = {change.service_instance_id for change in changes
+                        if change.service_instance_id}
+        if instance_ids:
+            consumers.update(Rule.objects.filter(service_instance_id__in=instance_ids)
+                             .values_list("consumer", flat=True).distinct())
+        due = Subscription.objects.filter(target__in=consumers)
+    # Lock the rows in id order first: a bulk UPDATE locks them in whatever order its plan
+    # reads them, which two concurrent rounds need not share.
+    flagged = list(due.select_for_update().order_by("pk").values_list("pk", flat=True))
+    for start in range(0, len(flagged), CHANGE_BATCH):  # short IN lists
+        Subscription.objects.filter(pk__in=flagged[start:start + CHANGE_BATCH]).update(
+            needs_evaluation=True)
+    cursor.last_id, cursor.running, cursor.read_at = after.last_id, list(after.running), now
+    cursor.save()
 
 
 def subscriptions_evaluate_flagged() -> int:

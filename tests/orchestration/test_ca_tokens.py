@@ -14,7 +14,6 @@ from orchestration.history.job_writer import job_writer_flush
 from orchestration.models import AuthorizationToken, OrchestrationJob, OrchestrationLock
 from clients import exchange, peers
 from serviceregistry import instances
-from store.models import CatalogChange
 from subscriptions.models import Subscription
 from subscriptions.push_jobs import push_job_run
 from subscriptions.services.evaluation import changes_process
@@ -32,6 +31,7 @@ from tests.pull_sources import database_only
 from tests.store.helpers import http_interface, instance_body
 from tests.subscriptions.helpers import (
     PUSH_TRIGGER,
+    feed_skip,
     mqtt_notify,
     push_element,
     push_subscribe,
@@ -356,7 +356,7 @@ class PushTests:
         providers((P1, [interface(TIME)]))
         subscribe(api, subscription_body(SERVICE, notify=mqtt_notify("t/ca")),
                   consumer=CONSUMER)
-        CatalogChange.objects.all().delete()
+        feed_skip()
         make_instances(instance_body(P2, SERVICE, interfaces=[interface(TIME)]))
         make_rules((CONSUMER, TWO, 2))
         ca.fail_with = 503

@@ -5,7 +5,7 @@ import pytest
 from django.utils import timezone
 
 from orchestration.models import OrchestrationLock
-from store.models import CatalogChange
+from tests.subscriptions.helpers import feed_skip, feed_unread
 
 pytestmark = pytest.mark.django_db
 
@@ -18,11 +18,12 @@ class OrchestrationLockAdminTests:
         lock = OrchestrationLock.objects.create(
             service_instance_id="P|svc|1.0.0", owner="CarConsumer1",
             expires_at=now + dt.timedelta(minutes=5), created_at=now)
+        feed_skip()
         response = admin_client.post(f"{LOCKS}{lock.pk}/delete/", {"post": "yes"})
         assert response.status_code == 302
         assert not OrchestrationLock.objects.exists()
-        # Django's own delete would leave subscriptions unaware that the instance is free.
-        assert [c.instance_ids for c in CatalogChange.objects.all()] == [["P|svc|1.0.0"]]
+        # The subscriptions learn that the instance is free.
+        assert [c.service_instance_id for c in feed_unread()] == ["P|svc|1.0.0"]
 
     def test_it_records_locks_deleted_from_the_list(self, admin_client):
         now = timezone.now()
@@ -30,10 +31,11 @@ class OrchestrationLockAdminTests:
             OrchestrationLock.objects.create(service_instance_id=instance_id, owner="C",
                                              expires_at=now + dt.timedelta(minutes=5),
                                              created_at=now)
+        feed_skip()
         response = admin_client.post(LOCKS, {
             "action": "delete_selected", "post": "yes",
             "_selected_action": list(OrchestrationLock.objects.values_list("pk", flat=True))})
         assert response.status_code == 302
         assert not OrchestrationLock.objects.exists()
-        assert [c.instance_ids for c in CatalogChange.objects.all()] == [
-            ["A|svc|1.0.0", "B|svc|1.0.0"]]
+        assert sorted(c.service_instance_id for c in feed_unread()) == [
+            "A|svc|1.0.0", "B|svc|1.0.0"]

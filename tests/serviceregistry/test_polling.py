@@ -6,13 +6,18 @@ import pytest
 
 from notifications.models import NotificationDelivery
 from serviceregistry.models import PolledInstance
-from store.models import CatalogChange
 from subscriptions.models import Subscription
 from subscriptions.services.evaluation import changes_process
 from subscriptions.tasks import poll_instances_task
 from tests.factories import make_rules
 from tests.store.helpers import http_interface
-from tests.subscriptions.helpers import mqtt_notify, subscribe, subscription_body
+from tests.subscriptions.helpers import (
+    feed_skip,
+    feed_unread,
+    mqtt_notify,
+    subscribe,
+    subscription_body,
+)
 from tests.startup import started
 
 pytestmark = pytest.mark.django_db
@@ -42,9 +47,9 @@ class PollingTests:
         make_rules(("CarConsumer1", ONE, 1))
         subscribe(api, subscription_body("serviceOne", notify=mqtt_notify("t/poll")),
                   consumer="CarConsumer1")
-        CatalogChange.objects.all().delete()
+        feed_skip()
         assert poll_instances_task() == 1
-        assert CatalogChange.objects.get().instance_ids == [ONE]
+        assert [change.service_instance_id for change in feed_unread()] == [ONE]
         assert PolledInstance.objects.get().instance_id == ONE
 
     def test_it_pushes_when_a_registry_instance_changes(self, registry, subscription):
@@ -61,7 +66,7 @@ class PollingTests:
 
     def test_it_records_nothing_when_nothing_changed(self, registry, subscription):
         assert poll_instances_task() == 0
-        assert not CatalogChange.objects.exists()
+        assert not feed_unread()
         assert len(pushed()) == 1
 
     def test_it_looks_up_all_subscribed_instances_in_one_call(self, registry, subscription):
@@ -80,7 +85,7 @@ class PollingTests:
         registry.fail_with = 500
         registry.put_instance(ONE, interfaces=[http_interface()], metadata={"v": 2})
         assert poll_instances_task() == 0
-        assert not CatalogChange.objects.exists()
+        assert not feed_unread()
         registry.fail_with = None
         assert poll_instances_task() == 1
         assert changes_process() == 1

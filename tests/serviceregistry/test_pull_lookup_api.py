@@ -11,7 +11,6 @@ from orchestration.history.job_writer import job_writer_flush
 from orchestration.models import OrchestrationJob
 from clients import exchange
 from serviceregistry import instances
-from store.models import CatalogChange
 from subscriptions.models import Subscription
 from subscriptions.services.evaluation import changes_process, subscriptions_evaluate_flagged
 from tests.helpers import assert_error
@@ -24,7 +23,7 @@ from tests.ports import reserved_port
 from tests.pull_sources import database_only
 from tests.factories import make_instances, make_rules
 from tests.store.helpers import http_interface, instance_body
-from tests.subscriptions.helpers import mqtt_notify, subscribe, subscription_body
+from tests.subscriptions.helpers import feed_skip, mqtt_notify, subscribe, subscription_body
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("pull_source")]
 
@@ -225,7 +224,7 @@ class SubscriptionEvaluationTests:
         make_rules(("CarConsumer1", ONE, 1))
         subscribe(api, subscription_body("serviceOne", notify=mqtt_notify("t/sr")),
                   consumer="CarConsumer1", query="?trigger=true")
-        CatalogChange.objects.all().delete()
+        feed_skip()
         return Subscription.objects.get()
 
     def test_it_pushes_the_registry_instance_data(self, subscription):

@@ -1,7 +1,8 @@
 import pytest
 
-from store.models import CatalogChange, Rule
+from store.models import Rule
 from tests.factories import make_rules
+from tests.subscriptions.helpers import feed_skip, feed_unread
 
 pytestmark = pytest.mark.django_db
 
@@ -56,9 +57,8 @@ class RuleAdminTests:
             "TemperatureConsumer", "tempInfo", "Provider|tempInfo|2.0.0", 4)
         assert rule.created_by == rule.updated_by == admin_user.username
         assert rule.created_at == rule.updated_at
-        # recorded for the subscriptions, as only the service does
-        assert list(CatalogChange.objects.values_list("consumers", flat=True)) == [
-            ["TemperatureConsumer"]]
+        # in the change feed for the subscriptions
+        assert [change.consumer for change in feed_unread()] == ["TemperatureConsumer"]
 
     @pytest.mark.parametrize("form, message", [
         ({"consumer": "Consumer1", "service_instance_id": "Other|serviceDef1|1.0.0",
@@ -111,22 +111,21 @@ class RuleAdminTests:
         assert sorted(Rule.objects.values_list("priority", flat=True)) == [1, 1, 2]
 
     def test_it_deletes_through_the_service(self, admin_client, rules):
-        # Only the service records the change for the subscriptions (a CatalogChange row of the
-        # consumers whose rules went, in the same transaction); Django's delete would not.
-        recorded = set(CatalogChange.objects.values_list("pk", flat=True))
+        # The subscriptions learn of the consumers whose rules went (the change feed).
+        feed_skip()
 
-        def new_changes() -> list[list[str]]:
-            rows = CatalogChange.objects.exclude(pk__in=recorded).order_by("pk")
-            recorded.update(row.pk for row in rows)
-            return [row.consumers for row in rows]
+        def new_changes() -> list[str]:
+            consumers = sorted({change.consumer for change in feed_unread()})
+            feed_skip()
+            return consumers
 
         response = admin_client.post(CHANGELIST, {"action": "delete_selected", "post": "yes",
                                                   "_selected_action": [str(rules[0].pk),
                                                                        str(rules[1].pk)]})
         assert response.status_code == 302
         assert list(Rule.objects.values_list("pk", flat=True)) == [rules[2].pk]
-        assert new_changes() == [["Consumer1"]]
+        assert new_changes() == ["Consumer1"]
         response = admin_client.post(f"/admin/store/rule/{rules[2].pk}/delete/", {"post": "yes"})
         assert response.status_code == 302
         assert not Rule.objects.exists()
-        assert new_changes() == [["Consumer2"]]
+        assert new_changes() == ["Consumer2"]

@@ -1,4 +1,7 @@
-from subscriptions.models import Subscription
+from django.utils import timezone
+
+from orchestration.snapshot.changes import Change, FeedPosition, changes_since, feed_start
+from subscriptions.models import FeedCursor, Subscription
 from tests.helpers import as_system
 
 SUBSCRIBE = "/serviceorchestration/orchestration/subscribe"
@@ -47,3 +50,19 @@ def stored_subscriptions() -> list[tuple]:
     """Every stored subscription, to compare before and after a request."""
     return list(Subscription.objects.order_by("pk").values_list("pk", "owner", "target",
                                                                 "expires_at"))
+
+
+def feed_skip() -> None:
+    """Move the subscriptions' feed cursor past every change so far: the setup's own changes
+    are not the test's to process."""
+    position = feed_start()
+    FeedCursor.objects.update_or_create(pk=1, defaults={
+        "last_id": position.last_id, "running": list(position.running),
+        "read_at": timezone.now()})
+
+
+def feed_unread() -> list[Change]:
+    """The changes in the feed after the subscriptions' cursor (all when it was never read)."""
+    cursor = FeedCursor.objects.filter(pk=1).first()
+    position = FeedPosition(cursor.last_id, tuple(cursor.running)) if cursor else FeedPosition(0)
+    return changes_since(position, 100_000)[0]

@@ -5,7 +5,6 @@ import json
 import pytest
 
 from notifications.models import NotificationDelivery
-from store.models import CatalogChange
 from subscriptions.models import Subscription
 from tests.concurrency import wait_for
 from tests.endpoints import HttpSink
@@ -20,6 +19,7 @@ from tests.store.helpers import (
     instance_body,
 )
 from tests.subscriptions.helpers import (
+    feed_unread,
     mqtt_notify,
     push_element,
     push_subscribe,
@@ -46,11 +46,11 @@ def results_of(message) -> list[str]:
 
 
 def changes_evaluated() -> bool:
-    """The worker has processed the committed changes: their rows are consumed (the same
+    """The worker has processed the committed changes: its cursor is past them (the same
     transaction flags the subscriptions they concern) and no subscription is flagged any more
     (an evaluation clears the flag in the transaction that writes a push's notification).
     Checked in this order, so a flag set after the first look cannot be missed."""
-    return (not CatalogChange.objects.exists()
+    return (not feed_unread()
             and not Subscription.objects.filter(needs_evaluation=True).exists())
 
 
