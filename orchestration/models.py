@@ -125,7 +125,8 @@ class SnapshotChange(models.Model):
     triggers in the changing transaction (orchestration/snapshot/changes.py), so that no write
     path can forget it. Each web process reads the changes committed since it last looked and
     refreshes its in-memory snapshot of them before a pull is answered from it
-    (orchestration/snapshot/state.py). `xid` is the writing transaction (PostgreSQL; SQLite, which
+    (orchestration/snapshot/state.py); the subscriptions read them from their stored cursor
+    (subscriptions.FeedCursor). `xid` is the writing transaction (PostgreSQL; SQLite, which
     commits one writer at a time, is read in `id` order). A periodic task stamps `seen_at` and
     deletes the rows seen long ago."""
 

@@ -66,8 +66,8 @@ _RUNNING = ("ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(pg_current_snapsh
 
 
 def feed_start(ticket: int = 0) -> FeedPosition:
-    """The position of a process that is about to load everything: whatever commits after it
-    is read from the feed afterwards."""
+    """The position of a reader that is about to load (or evaluate) everything: whatever
+    commits after it is read from the feed afterwards."""
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(f"SELECT COALESCE(MAX(id), 0), {_RUNNING} FROM {CHANGES}")
