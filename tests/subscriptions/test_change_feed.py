@@ -7,6 +7,7 @@ import threading
 
 import pytest
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from orchestration.snapshot.changes import TRUSTED_SECONDS
@@ -56,9 +57,12 @@ class CursorTests:
         evaluation._changes_flag()
         assert flagged() == {"Car1"}
 
-    def test_a_round_without_changes_flags_nothing(self, consumers):
-        evaluation._changes_flag()
+    def test_a_round_without_changes_flags_nothing_and_locks_nothing(self, consumers):
+        evaluation._changes_flag()  # the cursor read just now
+        with CaptureQueriesContext(connection) as queries:
+            evaluation._changes_flag()
         assert flagged() == set()
+        assert not any("FOR UPDATE" in query["sql"] for query in queries)
 
     def test_a_truncate_flags_every_live_subscription(self, consumers):
         with connection.cursor() as cursor:
@@ -119,7 +123,8 @@ class ConcurrentCursorTests:
         entered, release, first_waiting = hold_first_caller(monkeypatch, evaluation,
                                                             "changes_since")
         make_rules(("Car2", A, 2))
-        outcomes = second_writer_waits(evaluation._changes_flag, evaluation._changes_flag,
+        outcomes = second_writer_waits(evaluation._changes_flag_locked,
+                                       evaluation._changes_flag_locked,
                                        entered, release, first_waiting)
         assert outcomes["first"] is None and outcomes["second"] is None
         assert not outcomes["second reached the write while the first held it"]
