@@ -1,5 +1,6 @@
 """notifications/handover.py hands deliveries to the send tasks by name: every process that
-may create a delivery, a web process included, must have them registered."""
+may create a delivery, a web process included, must have them registered (the single
+delivery's name too: tasks a previous version queued under it still run)."""
 import subprocess
 import sys
 
@@ -10,8 +11,8 @@ import os
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 import config.wsgi  # what gunicorn loads: Django set up, nothing else imported
 from celery import current_app
-from notifications.handover import DELIVER_BATCH_TASK, DELIVER_TASK
-print(sorted(name for name in (DELIVER_TASK, DELIVER_BATCH_TASK) if name in current_app.tasks))
+print(sorted(name for name in ("notifications.deliver", "notifications.deliver_batch")
+             if name in current_app.tasks))
 """
 
 
