@@ -45,8 +45,8 @@ def deliveries_enqueue(*, delivery_ids: Sequence[uuid.UUID], protocol: str,
             in_process_submit([uuid.UUID(str(i)) for i in delivery_ids], http=is_http(protocol))
         else:
             current_app.tasks[DELIVER_BATCH_TASK].apply_async(
-                args=[[str(i) for i in delivery_ids]], kwargs={"protocol": protocol},
-                queue=delivery_queue(protocol), countdown=countdown)
+                args=[[str(i) for i in delivery_ids]], queue=delivery_queue(protocol),
+                countdown=countdown)
     except Exception:  # noqa: BLE001 - broker down, or an eager run raising
         if len(delivery_ids) == 1:
             logger.warning("Could not enqueue notification delivery %s; the sweeper will "

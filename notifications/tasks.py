@@ -14,21 +14,20 @@ logger = logging.getLogger(__name__)
 
 @shared_task(name="notifications.deliver_batch", bind=True, acks_late=True,
              reject_on_worker_lost=True)
-def deliver_batch_task(self: Task, delivery_ids: list[str],
-                       protocol: str = "MQTT") -> dict[str, str]:
-    """Send deliveries of one transport (`protocol`: a task enqueued before HTTP ones were
-    sent by this task too is MQTT's), enqueued after the commit that created them on the
-    queue of their transport: MQTT ones together, an HTTP one alone. Acknowledged only after
-    it ran, and requeued if the worker dies: each row is claimed, so a duplicate run sends
-    nothing twice per claim. Those still PENDING afterwards (a transient failure, a broker
-    outage failing them together, or deferred because their destination is busy or its
-    circuit open) are sent again together, by one task run when the last of them is due;
-    run eagerly it does not (that would retry at once, in the caller) and leaves them to the
-    sweeper. Returns the status of each delivery this run claimed or deferred."""
+def deliver_batch_task(self: Task, delivery_ids: list[str]) -> dict[str, str]:
+    """Send deliveries of one transport (notifications/services.py `deliveries_send`),
+    enqueued after the commit that created them on the queue of their transport: MQTT ones
+    together, an HTTP one alone. Acknowledged only after it ran, and requeued if the worker
+    dies: each row is claimed, so a duplicate run sends nothing twice per claim. Those
+    still PENDING afterwards (a transient failure, a broker outage failing them together,
+    or deferred because their destination is busy or its circuit open) are sent again
+    together, by one task run when the last of them is due; run eagerly it does not (that
+    would retry at once, in the caller) and leaves them to the sweeper. Returns the status
+    of each delivery this run claimed or deferred."""
     statuses = deliveries_send(delivery_ids)
     pending = [delivery_id for delivery_id, status in statuses.items() if status == "PENDING"]
     if pending and not self.request.is_eager:
-        _schedule_next_attempt(pending, protocol)
+        _schedule_next_attempt(pending)
     return {str(delivery_id): status for delivery_id, status in statuses.items()}
 
 
@@ -36,18 +35,19 @@ def deliver_batch_task(self: Task, delivery_ids: list[str],
              reject_on_worker_lost=True)
 def deliver_task(self: Task, delivery_id: str, protocol: str = "") -> str:
     """One delivery, as `deliver_batch_task` sends it: the name a previous version enqueued
-    each HTTP delivery under, kept so that those tasks still run after an upgrade (a task
-    enqueued before the queues were split carries no protocol). Returns its status."""
+    each HTTP delivery under, kept so that those tasks still run after an upgrade (its
+    `protocol` is no longer needed). Returns the delivery's status."""
     status = delivery_send(delivery_id)
     if status == "PENDING" and not self.request.is_eager:
-        protocol = protocol or delivery_protocol(delivery_id=delivery_id) or ""
-        _schedule_next_attempt([delivery_id], protocol)
+        _schedule_next_attempt([delivery_id])
     return status
 
 
-def _schedule_next_attempt(delivery_ids: list, protocol: str) -> None:
+def _schedule_next_attempt(delivery_ids: list) -> None:
+    """One task for the deliveries (all of one transport), run when the last is due."""
     countdown = deliveries_seconds_until_due(delivery_ids=delivery_ids)
-    if countdown is not None:
+    protocol = delivery_protocol(delivery_id=delivery_ids[0])
+    if countdown is not None and protocol is not None:
         deliveries_enqueue(delivery_ids=delivery_ids, protocol=protocol, countdown=countdown)
 
 
