@@ -42,6 +42,7 @@ _SUBSCRIPTION_SERVICE_TESTS = [
     "tests/subscriptions/test_automatic_push.py",
     "tests/subscriptions/test_subscription_concurrency.py",
     "tests/subscriptions/test_services_mutants.py",
+    "tests/subscriptions/test_subscription_admin.py",  # push now: the forced evaluation
     "tests/serviceregistry/test_pull_lookup_api.py",
 ]
 
