@@ -36,12 +36,13 @@ _SUBSCRIPTION_SERVICE_TESTS = [
     "tests/subscriptions/test_push_trigger_api.py",
     "tests/subscriptions/test_subscription_query_api.py",
     "tests/subscriptions/test_push_query_api.py",
-    "tests/subscriptions/test_subscribe_statement.py",
+    "tests/subscriptions/test_subscription_upsert.py",
     "tests/subscriptions/test_notify_targets.py",
     "tests/subscriptions/test_batch_evaluation.py",
     "tests/subscriptions/test_automatic_push.py",
     "tests/subscriptions/test_subscription_concurrency.py",
     "tests/subscriptions/test_services_mutants.py",
+    "tests/subscriptions/test_subscription_admin.py",  # push now: the forced evaluation
     "tests/serviceregistry/test_pull_lookup_api.py",
 ]
 

@@ -21,12 +21,11 @@ logger = logging.getLogger(__name__)
 
 
 class ClaimHeartbeat:
-    """`with ClaimHeartbeat(delivery_id, claimed_at): send()` renews the claim taken at
-    `claimed_at` (its fencing token) from a background thread until the block ends; a list
-    of ids renews the claims of a batch taken at that time."""
+    """`with ClaimHeartbeat(delivery_ids, claimed_at): send()` renews the claims taken at
+    `claimed_at` (their fencing token) from a background thread until the block ends."""
 
-    def __init__(self, delivery_id: UUID | list[UUID], claimed_at: object) -> None:
-        self._delivery_ids = delivery_id if isinstance(delivery_id, list) else [delivery_id]
+    def __init__(self, delivery_ids: list[UUID], claimed_at: object) -> None:
+        self._delivery_ids = delivery_ids
         self._label = self._delivery_ids[0] if len(self._delivery_ids) == 1 else \
             f"{len(self._delivery_ids)} deliveries"
         self._claimed_at = claimed_at

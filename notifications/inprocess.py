@@ -9,7 +9,6 @@ process, one per transport, like the per-transport queues of `make worker`.
 import logging
 import threading
 import uuid
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
@@ -25,31 +24,18 @@ _pools: dict[str, ThreadPoolExecutor] = {}
 _queued: set[uuid.UUID] = set()
 
 
-def in_process_submit(delivery_id: uuid.UUID, *, http: bool) -> None:
-    """Send the delivery soon on the pool of its transport. A delivery already waiting or
-    being sent in this process is not queued twice (the sweeper offers due rows again)."""
-    if http:
-        _submit("http", [delivery_id], _send_http)
-    else:
-        in_process_submit_batch([delivery_id])
-
-
-def in_process_submit_batch(delivery_ids: list[uuid.UUID]) -> None:
-    """Send MQTT deliveries together soon on the MQTT pool (those already waiting or being
-    sent in this process are left out)."""
-    _submit("mqtt", delivery_ids, _send_mqtt)
-
-
-def _submit(transport: str, delivery_ids: list[uuid.UUID],
-            send: Callable[[list[uuid.UUID]], object]) -> None:
+def in_process_submit(delivery_ids: list[uuid.UUID], *, http: bool) -> None:
+    """Send the deliveries together soon on the pool of their transport. Those already
+    waiting or being sent in this process are not queued twice (the sweeper offers due rows
+    again)."""
     with _lock:
         batch = [delivery_id for delivery_id in delivery_ids if delivery_id not in _queued]
         _queued.update(batch)
-        pool = _pool(transport)
+        pool = _pool("http" if http else "mqtt")
     if not batch:
         return
     try:
-        pool.submit(_sending, batch, send)
+        pool.submit(_sending, batch)
     except RuntimeError:
         # The process is exiting (a gunicorn worker's interpreter shutdown stops the pools):
         # the rows stay due in the outbox, and the sweeper of a live process sends them.
@@ -66,22 +52,11 @@ def _pool(transport: str) -> ThreadPoolExecutor:
     return _pools[transport]
 
 
-def _send_http(delivery_ids: list[uuid.UUID]) -> None:
-    from notifications.services import delivery_send
+def _sending(delivery_ids: list[uuid.UUID]) -> None:
+    from notifications.services import deliveries_send
 
-    for delivery_id in delivery_ids:
-        delivery_send(delivery_id)
-
-
-def _send_mqtt(delivery_ids: list[uuid.UUID]) -> None:
-    from notifications.batch_sending import deliveries_send
-
-    deliveries_send(delivery_ids)
-
-
-def _sending(delivery_ids: list[uuid.UUID], send: Callable[[list[uuid.UUID]], object]) -> None:
     try:
-        send(delivery_ids)
+        deliveries_send(delivery_ids)
     except Exception:  # noqa: BLE001 - the rows stay due; the sweeper offers them again
         logger.exception("Sending notification deliveries %s failed",
                          ", ".join(map(str, delivery_ids)))

@@ -1,6 +1,5 @@
 """Publishing notifications on the MQTT broker: one connection per process, shared by its
-threads (notifications/transports.py sends through it; notifications/batch_sending.py hands it
-a whole batch)."""
+threads (notifications/services.py hands it a whole batch)."""
 import json
 import os
 import threading
@@ -15,29 +14,21 @@ from notifications.transport_errors import TransportError
 
 
 def mqtt_publish(*, topic: Any, payload: Any) -> None:
-    """Publish once on the configured broker with MQTT_QOS, not retained, and return when the
-    broker has it (PUBACK/PUBCOMP for QoS >= 1). Each process keeps one connection to the
-    broker (clean session: no broker state that a restart could lose or duplicate), opened
-    at its first publish and shared by its threads; a failed publish closes it, and the next
-    one connects again. MQTT_TIMEOUT_SECONDS bounds the whole exchange, connecting
-    included."""
-    if not isinstance(topic, str) or not topic:
-        raise TransportError("MQTT notify interface has no topic", transient=False)
-    broker = broker_address(settings.MQTT_BROKER_URL)
-    deadline = time.monotonic() + settings.MQTT_TIMEOUT_SECONDS
-    client = _publisher.client(broker, deadline)
-    try:
-        _publish_and_wait(client, topic, payload, deadline)
-    except TransportError as exc:
-        if exc.transient:
-            _publisher.close(client)  # connection lost or stuck: the next publish reconnects
-        raise
+    """Publish once on the configured broker (`mqtt_publish_many` of one message); raises
+    its TransportError."""
+    [error] = mqtt_publish_many([(topic, payload)])
+    if error is not None:
+        raise error
 
 
 def mqtt_publish_many(messages: list[tuple[Any, Any]]) -> list["TransportError | None"]:
-    """mqtt_publish for many (topic, payload) pairs on the process's connection: all are
-    handed to the broker before any acknowledgement is awaited, and MQTT_TIMEOUT_SECONDS
-    bounds the whole. Per message None (the broker has it) or its TransportError."""
+    """Publish (topic, payload) pairs with MQTT_QOS, not retained: all are handed to the
+    broker before any acknowledgement is awaited (PUBACK/PUBCOMP for QoS >= 1), and
+    MQTT_TIMEOUT_SECONDS bounds the whole, connecting included. Each process keeps one
+    connection to the broker (clean session: no broker state that a restart could lose or
+    duplicate), opened at its first publish and shared by its threads; a lost or stuck
+    publish closes it, and the next one connects again. Per message None (the broker has it)
+    or its TransportError."""
     outcomes: list[TransportError | None] = [None] * len(messages)
     try:
         broker = broker_address(settings.MQTT_BROKER_URL)
@@ -107,19 +98,3 @@ class _Publisher:
 
 
 _publisher = _Publisher()
-
-
-def _publish_and_wait(client: Client, topic: str, payload: Any, deadline: float) -> None:
-    try:
-        info: MQTTMessageInfo = client.publish(
-            topic, json.dumps(payload), qos=settings.MQTT_QOS, retain=False
-        )
-    except ValueError as exc:  # wildcards in the topic, topic too long
-        raise TransportError(f"Invalid MQTT topic {topic!r}: {exc}", transient=False) from exc
-    try:
-        info.wait_for_publish(timeout=max(0.0, deadline - time.monotonic()))
-        published = info.is_published()
-    except (RuntimeError, ValueError) as exc:  # connection lost, queue full
-        raise TransportError(f"MQTT publish failed: {exc}", transient=True) from exc
-    if not published:
-        raise TransportError("MQTT publish not acknowledged in time", transient=True)

@@ -1,7 +1,6 @@
 """The outbox of notification delivery: queue notifications (create), stop them (cancel) and
-send them again (the operator's retry). What sends one delivery: notifications/services.py;
-many MQTT ones at once: notifications/batch_sending.py; the hand-over to whatever sends them,
-after the commit: notifications/handover.py.
+send them again (the operator's retry). What sends them: notifications/services.py; the
+hand-over to whatever sends them, after the commit: notifications/handover.py.
 """
 import uuid
 from collections.abc import Iterable, Sequence
@@ -14,14 +13,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from database.bulk_insert import model_rows_insert
-from notifications.handover import deliveries_enqueue, delivery_enqueue, is_http
+from notifications.handover import deliveries_enqueue, handover_groups
 from notifications.http_delivery import http_destination
 from notifications.models import NotificationDelivery
 from notifications.selectors import deliveries_pending
 from notifications.services import SUPERSEDED, Status
 
-# MQTT deliveries created together are sent by one task per this many.
-DELIVERY_BATCH = 100
 # (the enum builds a new list per call)
 _PROTOCOLS = frozenset(NotificationDelivery.Protocol.values)
 
@@ -37,14 +34,6 @@ class Notification:
     payload: Any
     expires_at: datetime | None
     receiver: str = ""
-
-
-def delivery_create(*, subscription_id: uuid.UUID, protocol: str, properties: dict[str, Any],
-                    payload: Any, expires_at: datetime | None,
-                    receiver: str = "") -> NotificationDelivery:
-    """Queue `payload` for the subscriber (see deliveries_create)."""
-    return deliveries_create([Notification(subscription_id, protocol, properties, payload,
-                                           expires_at, receiver)])[0]
 
 
 @transaction.atomic
@@ -73,15 +62,14 @@ def deliveries_create(notifications: Sequence[Notification]) -> list[Notificatio
             next_attempt_at=now, created_at=now, updated_at=now))
     _supersede_pending(subscription_ids=[d.subscription_id for d in deliveries], now=now)
     model_rows_insert(deliveries)
-    mqtt = [delivery.id for delivery in deliveries if not is_http(delivery.protocol)]
-    for start in range(0, len(mqtt), DELIVERY_BATCH):  # a send task per batch
-        transaction.on_commit(partial(deliveries_enqueue,
-                                      delivery_ids=mqtt[start:start + DELIVERY_BATCH]))
-    for delivery in deliveries:
-        if is_http(delivery.protocol):  # each destination admits its sends one by one
-            transaction.on_commit(partial(delivery_enqueue, delivery_id=delivery.id,
-                                          protocol=delivery.protocol))
+    _enqueue_after_commit((delivery.id, delivery.protocol) for delivery in deliveries)
     return deliveries
+
+
+def _enqueue_after_commit(rows: Iterable[tuple[uuid.UUID, str]]) -> None:
+    for delivery_ids, protocol in handover_groups(rows):
+        transaction.on_commit(partial(deliveries_enqueue, delivery_ids=delivery_ids,
+                                      protocol=protocol))
 
 
 def _supersede_pending(*, subscription_ids: list[uuid.UUID], now: datetime) -> int:
@@ -111,7 +99,5 @@ def deliveries_retry(*, delivery_ids: Iterable[uuid.UUID]) -> int:
     count = NotificationDelivery.objects.filter(id__in=chosen).update(
         status=Status.PENDING, next_attempt_at=now, claimed_at=None, updated_at=now
     )
-    for delivery_id, protocol in chosen.items():
-        transaction.on_commit(partial(delivery_enqueue, delivery_id=delivery_id,
-                                      protocol=protocol))
+    _enqueue_after_commit(chosen.items())
     return count

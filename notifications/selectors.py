@@ -9,21 +9,6 @@ from django.utils import timezone
 from notifications.models import NotificationDelivery
 
 
-def delivery_seconds_until_due(*, delivery_id: uuid.UUID | str) -> float | None:
-    """Seconds until the delivery's next attempt (0 when due now), None when it is not
-    waiting for one (missing, or no longer PENDING)."""
-    next_attempt_at = (
-        NotificationDelivery.objects.filter(
-            id=delivery_id, status=NotificationDelivery.Status.PENDING
-        )
-        .values_list("next_attempt_at", flat=True)
-        .first()
-    )
-    if next_attempt_at is None:
-        return None
-    return max(0.0, (next_attempt_at - timezone.now()).total_seconds())
-
-
 def deliveries_seconds_until_due(*, delivery_ids: list[uuid.UUID]) -> float | None:
     """Seconds until the last of the deliveries' next attempts (0 when all are due now), None
     when none of them is waiting for one."""
@@ -93,12 +78,6 @@ def deliveries_pending(*, subscription_ids: list[uuid.UUID]) -> QuerySet[Notific
 def deliveries_newer(delivery: NotificationDelivery) -> QuerySet[NotificationDelivery]:
     """Its subscription's deliveries created after it (it would deliver an outdated result)."""
     return _newer(delivery.subscription_id, delivery.created_at)
-
-
-def deliveries_older_in_flight(delivery: NotificationDelivery
-                               ) -> QuerySet[NotificationDelivery]:
-    """Its subscription's deliveries created before it and being sent (it waits for them)."""
-    return _older_in_flight(delivery.subscription_id, delivery.created_at)
 
 
 def deliveries_neighbours(claimed_ids: list[uuid.UUID]) -> QuerySet:

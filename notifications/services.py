@@ -1,12 +1,20 @@
-"""Write side of notification delivery: sending one delivery exactly-once-per-claim and
-recording its outcome (the outbox that queues, cancels and retries deliveries:
-notifications/outbox.py; many MQTT ones at once: notifications/batch_sending.py; the sweeper
-that makes delivery at least once: notifications/sweeping.py).
+"""Write side of notification delivery: sending deliveries exactly-once-per-claim and
+recording their outcomes (the outbox that queues, cancels and retries deliveries:
+notifications/outbox.py; the sweeper that makes delivery at least once:
+notifications/sweeping.py).
 
 Lifecycle: PENDING --claim--> SENDING --> DELIVERED | FAILED | PENDING (transient failure, with
 backoff). PENDING/SENDING --> CANCELLED when superseded or when the subscription goes away.
 Every write of the status is a conditional update, so concurrent workers, the sweeper and the
 admin can act on the same row without locks and without sending twice per claim.
+
+One send covers one delivery or a batch (issue 15): one statement claims the due ones
+(PENDING → SENDING, stamped with one claim time: each row's fencing token; an HTTP one only
+when its destination admits it, notifications/destinations.py), one query finds for all of
+them whether a newer notification of the same subscription exists or an older one is still in
+flight, a heartbeat keeps the claims alive, MQTT publishes go out on the process's broker
+connection before any acknowledgement is awaited, and the delivered ones are recorded by one
+conditional update. Rows another caller claimed, not due, or cancelled are left alone.
 """
 import logging
 import uuid
@@ -23,7 +31,8 @@ from notifications import transports
 from notifications.destinations import destination_admit, destination_record
 from notifications.heartbeat import ClaimHeartbeat
 from notifications.models import NotificationDelivery
-from notifications.selectors import deliveries_newer, deliveries_older_in_flight
+from notifications.mqtt_publishing import mqtt_publish_many
+from notifications.selectors import deliveries_neighbours, deliveries_newer
 from observability.metrics import deliveries_recorded
 
 logger = logging.getLogger(__name__)
@@ -35,28 +44,137 @@ EXPIRED = "Subscription expired"
 LEASE_EXPIRED = "Attempt interrupted: its worker stopped renewing the sending lease"
 # delivery_send's answer for an id that names no delivery (not one of the statuses).
 MISSING = "MISSING"
+_HTTP = (NotificationDelivery.Protocol.HTTP, NotificationDelivery.Protocol.HTTPS)
 
 
 def delivery_send(delivery_id: uuid.UUID | str) -> str:
-    """Make one attempt at a due delivery and record its outcome. Returns the status after the
-    call (for a delivery this call did not claim: its current status, MISSING when none).
+    """`deliveries_send` of one delivery. Returns its status after the call (for a delivery
+    this call did not claim: its current status, MISSING when none)."""
+    status = deliveries_send([delivery_id]).get(_parse_id(delivery_id))
+    return status or _current_status(delivery_id)
+
+
+def deliveries_send(delivery_ids: Sequence[uuid.UUID | str]) -> dict[uuid.UUID, str]:
+    """Make one attempt at each due delivery of `delivery_ids` that this call claims, and
+    record its outcome. Returns the status after the call of each claimed one, and PENDING
+    for each deferred by its HTTP destination (the others are not included).
 
     Safe to call any number of times, from any process: only the caller whose conditional
-    update moves the row from PENDING to SENDING sends it."""
-    delivery = _claim(delivery_id)
-    if delivery is None:
-        return _current_status(delivery_id)
-    if delivery.expires_at is not None and delivery.expires_at <= timezone.now():
-        return _record(delivery, status=Status.FAILED, error=EXPIRED, attempted=False)
-    # A subscriber must end with the newest result: never send an outdated one, and let an
-    # older send still in flight finish first.
-    if deliveries_newer(delivery).exists():
-        return _record(delivery, status=Status.CANCELLED, error=SUPERSEDED, attempted=False)
-    if deliveries_older_in_flight(delivery).exists():
-        return _record(delivery, status=Status.PENDING, error=WAITING, attempted=False,
-                       next_attempt_at=timezone.now() + timedelta(seconds=1))
+    update moves a row from PENDING to SENDING sends it."""
+    claimed, statuses = _claim(delivery_ids)
+    if not claimed:
+        return statuses
+    now = timezone.now()
+    newer, older_in_flight = _neighbours(claimed)
+    mqtt, http = [], []
+    for delivery in claimed:
+        if delivery.expires_at is not None and delivery.expires_at <= now:
+            statuses[delivery.id] = _record(delivery, status=Status.FAILED, error=EXPIRED,
+                                            attempted=False)
+        # A subscriber must end with the newest result: never send an outdated one, and let
+        # an older send still in flight finish first.
+        elif delivery.id in newer:
+            statuses[delivery.id] = _record(delivery, status=Status.CANCELLED,
+                                            error=SUPERSEDED, attempted=False)
+        elif delivery.id in older_in_flight:
+            statuses[delivery.id] = _record(delivery, status=Status.PENDING, error=WAITING,
+                                            attempted=False,
+                                            next_attempt_at=now + timedelta(seconds=1))
+        else:
+            (http if delivery.protocol in _HTTP else mqtt).append(delivery)
+    if mqtt:
+        statuses.update(_publish(mqtt))
+    for delivery in http:
+        statuses[delivery.id] = _post(delivery)
+    return statuses
+
+
+def _claim(delivery_ids: Sequence[uuid.UUID | str]
+           ) -> tuple[list[NotificationDelivery], dict[uuid.UUID, str]]:
+    """PENDING and due → SENDING, stamped with the claim time (the fencing token of every
+    later write) and a first heartbeat: those without a destination (MQTT) in one statement,
+    each HTTP one when its destination may take another send now (else it is deferred: still
+    PENDING, due later, without an attempt counted). Returns the claimed rows by creation,
+    and PENDING for each deferred one."""
+    ids = [parsed for parsed in map(_parse_id, delivery_ids) if parsed is not None]
+    now = timezone.now()
+    due = NotificationDelivery.objects.filter(id__in=ids, status=Status.PENDING,
+                                              next_attempt_at__lte=now)
+    claim = {"status": Status.SENDING, "claimed_at": now, "heartbeat_at": now,
+             "updated_at": now}
+    claimed = due.filter(destination="").update(**claim)
+    deferred: dict[uuid.UUID, str] = {}
+    for delivery_id, destination in due.exclude(destination="").values_list("id",
+                                                                            "destination"):
+        with transaction.atomic():
+            one = due.filter(id=delivery_id)
+            deferral = destination_admit(key=destination, now=now)
+            if deferral is not None:
+                one.update(next_attempt_at=deferral.until, last_error=deferral.reason,
+                           updated_at=now)
+                deferred[delivery_id] = Status.PENDING
+            else:
+                claimed += one.update(**claim)
+    if not claimed:
+        return [], deferred
+    return list(NotificationDelivery.objects.filter(id__in=ids, status=Status.SENDING,
+                                                    claimed_at=now).order_by("created_at")), \
+        deferred
+
+
+def _neighbours(claimed: list[NotificationDelivery]) -> tuple[set[uuid.UUID], set[uuid.UUID]]:
+    """The claimed deliveries that have a newer one of their subscription, and those with an
+    older one still being sent (one query for all)."""
+    newer, older_in_flight = set(), set()
+    for delivery_id, has_newer, waits in deliveries_neighbours([d.id for d in claimed]):
+        if has_newer:
+            newer.add(delivery_id)
+        elif waits:
+            older_in_flight.add(delivery_id)
+    by_subscription: dict[uuid.UUID, list[NotificationDelivery]] = {}
+    for delivery in claimed:  # `claimed` is by created_at
+        by_subscription.setdefault(delivery.subscription_id, []).append(delivery)
+    for deliveries in by_subscription.values():  # two of one subscription in this batch,
+        for delivery in deliveries[:-1]:  # even created at the same instant: the last goes
+            newer.add(delivery.id)
+    return newer, older_in_flight
+
+
+def _publish(deliveries: list[NotificationDelivery]) -> dict[uuid.UUID, str]:
+    """Publish the claimed MQTT deliveries together and record their outcomes."""
+    claimed_at = deliveries[0].claimed_at
+    with ClaimHeartbeat([delivery.id for delivery in deliveries], claimed_at):
+        outcomes = mqtt_publish_many(
+            [(delivery.properties.get("topic"), delivery.payload) for delivery in deliveries])
+    statuses: dict[uuid.UUID, str] = {}
+    sent = [d for d, error in zip(deliveries, outcomes, strict=True) if error is None]
+    delivered = [delivery.id for delivery in sent]
+    if delivered:
+        now = timezone.now()
+        written = NotificationDelivery.objects.filter(
+            id__in=delivered, status=Status.SENDING, claimed_at=claimed_at
+        ).update(status=Status.DELIVERED, last_error="", attempts=F("attempts") + 1,
+                 delivered_at=now, updated_at=now)
+        if written == len(delivered):
+            statuses.update(dict.fromkeys(delivered, Status.DELIVERED))
+            deliveries_recorded(sent, Status.DELIVERED, now)
+        else:  # cancelled or taken over meanwhile: their record is the one that counts
+            statuses.update(NotificationDelivery.objects.filter(id__in=delivered)
+                            .values_list("id", "status"))
+    failed: dict[tuple[str, bool],
+                 tuple[transports.TransportError, list[NotificationDelivery]]] = {}
+    for delivery, error in zip(deliveries, outcomes, strict=True):
+        if error is not None:  # one warning per distinct error (a lost broker: one for all)
+            failed.setdefault((str(error), error.transient), (error, []))[1].append(delivery)
+    for error, together in failed.values():
+        statuses.update(attempts_failed(together, error))
+    return statuses
+
+
+def _post(delivery: NotificationDelivery) -> str:
+    """Send one claimed HTTP(S) delivery, feed its destination's breaker, record it."""
     try:
-        with ClaimHeartbeat(delivery.id, delivery.claimed_at):
+        with ClaimHeartbeat([delivery.id], delivery.claimed_at):
             transports.send(delivery.protocol, delivery.properties, delivery.payload)
     except transports.TransportError as exc:
         exc = _not_http_bounded(delivery, exc)
@@ -70,6 +188,13 @@ def delivery_send(delivery_id: uuid.UUID | str) -> str:
         return _record_transient_failure(delivery, error=f"Unexpected error: {exc!r}")
     destination_record(key=delivery.destination, reachable=True, now=timezone.now())
     return _record(delivery, status=Status.DELIVERED)
+
+
+def _parse_id(delivery_id: uuid.UUID | str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(delivery_id))
+    except ValueError:
+        return None
 
 
 # A destination that answers HTTP requests with something else (garbage, or by closing the
@@ -115,40 +240,6 @@ def attempts_failed(deliveries: Sequence[NotificationDelivery],
                 for delivery in deliveries}
     return {delivery.id: _record(delivery, status=Status.FAILED, error=str(error))
             for delivery in deliveries}
-
-
-def _parse_id(delivery_id: uuid.UUID | str) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(str(delivery_id))
-    except ValueError:
-        return None
-
-
-def _claim(delivery_id: uuid.UUID | str) -> NotificationDelivery | None:
-    """PENDING and due → SENDING, stamped with the claim time (the fencing token of every
-    later write) and a first heartbeat. None when another caller has it, it is not
-    due/pending, or its HTTP destination may not take another send now (then it is deferred:
-    still PENDING, due later, without an attempt counted)."""
-    parsed = _parse_id(delivery_id)
-    if parsed is None:
-        return None
-    now = timezone.now()
-    due = NotificationDelivery.objects.filter(
-        id=parsed, status=Status.PENDING, next_attempt_at__lte=now)
-    destination = due.values_list("destination", flat=True).first()
-    if destination is None:
-        return None
-    with transaction.atomic():
-        deferral = destination_admit(key=destination, now=now) if destination else None
-        if deferral is not None:
-            due.update(next_attempt_at=deferral.until, last_error=deferral.reason,
-                       updated_at=now)
-            return None
-        claimed = due.update(status=Status.SENDING, claimed_at=now, heartbeat_at=now,
-                             updated_at=now)
-    if claimed != 1:
-        return None
-    return NotificationDelivery.objects.get(id=parsed)
 
 
 def _current_status(delivery_id: uuid.UUID | str) -> str:

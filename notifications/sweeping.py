@@ -5,24 +5,20 @@ It recovers deliveries whose task was lost (broker restarted without persistence
 failed) or whose worker died while sending, and the due retries when there is no broker. It
 sends nothing itself while handing over works, so that a silent HTTP endpoint cannot hold it
 (and every due MQTT notification behind it): due rows go to the queue of their transport,
-MQTT ones a send task per DELIVERY_BATCH as when they were created, or without a broker to
-the process's pool of the transport.
+grouped as when they were created (notifications/handover.py `handover_groups`), or without
+a broker to the process's pool of the transport.
 """
 import logging
 import time
-import uuid
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
-from notifications.batch_sending import deliveries_send
-from notifications.handover import deliveries_enqueue, delivery_enqueue, is_http
+from notifications.handover import deliveries_enqueue, handover_groups
 from notifications.models import NotificationDelivery
-from notifications.outbox import DELIVERY_BATCH
-from notifications.services import LEASE_EXPIRED, Status, delivery_send
+from notifications.services import LEASE_EXPIRED, Status, deliveries_send
 
 logger = logging.getLogger(__name__)
 
@@ -51,39 +47,15 @@ def deliveries_sweep() -> int:
             id__in=[delivery_id for delivery_id, _ in rows], status=Status.PENDING,
             next_attempt_at__lte=due_before,
         ).update(next_attempt_at=now)
-    mqtt = [delivery_id for delivery_id, protocol in rows if not is_http(protocol)]
-    handovers = [_MqttBatch(mqtt[start:start + DELIVERY_BATCH])
-                 for start in range(0, len(mqtt), DELIVERY_BATCH)]
-    handovers += [_HttpOne(delivery_id, protocol)
-                  for delivery_id, protocol in rows if is_http(protocol)]
     started, tried = time.monotonic(), 0
-    for handover in handovers:
+    for delivery_ids, protocol in handover_groups(rows):
         # A broker that refuses can take a while per hand-over: the next sweep goes on.
         if time.monotonic() - started >= settings.NOTIFICATION_SWEEP_INTERVAL_SECONDS:
             break
-        tried += handover.run()
+        if not deliveries_enqueue(delivery_ids=delivery_ids, protocol=protocol):
+            deliveries_send(delivery_ids)
+        tried += len(delivery_ids)
     return tried
-
-
-@dataclass(frozen=True)
-class _MqttBatch:
-    delivery_ids: list[uuid.UUID]
-
-    def run(self) -> int:
-        if not deliveries_enqueue(delivery_ids=self.delivery_ids):
-            deliveries_send(self.delivery_ids)
-        return len(self.delivery_ids)
-
-
-@dataclass(frozen=True)
-class _HttpOne:
-    delivery_id: uuid.UUID
-    protocol: str
-
-    def run(self) -> int:
-        if not delivery_enqueue(delivery_id=self.delivery_id, protocol=self.protocol):
-            delivery_send(self.delivery_id)
-        return 1
 
 
 def _release_expired_claims(*, now: datetime) -> int:

@@ -2,9 +2,8 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from conventions.exceptions import ArrowheadError
 from subscriptions.models import Subscription
-from subscriptions.services.evaluation import subscription_evaluate
+from subscriptions.services.evaluation import subscriptions_evaluate
 
 
 @admin.register(Subscription)
@@ -23,13 +22,12 @@ class SubscriptionAdmin(admin.ModelAdmin):
     def push_now(self, request: HttpRequest, queryset: QuerySet[Subscription]) -> None:
         """A subscription whose orchestration needs a system that fails (the ServiceRegistry,
         ConsumerAuthorization, the Blacklist) is not pushed and is reported; the others are."""
-        pushed, failures = 0, []
-        for subscription in queryset:
-            try:
-                pushed += subscription_evaluate(subscription_id=subscription.pk, force=True)
-            except ArrowheadError as error:
-                failures.append(f"{subscription.pk}: {error.message}")
-        self.message_user(request, f"{pushed} notification(s) queued.", messages.SUCCESS)
+        evaluation = subscriptions_evaluate(list(queryset.values_list("pk", flat=True)),
+                                            force=True)
+        failures = [f"{pk}: {getattr(error, 'message', error)}"
+                    for pk, error in evaluation.failed.items()]
+        self.message_user(request, f"{evaluation.pushed} notification(s) queued.",
+                          messages.SUCCESS)
         if failures:
             self.message_user(request, f"{len(failures)} subscription(s) not pushed: "
                               + "; ".join(failures), messages.ERROR)

@@ -15,9 +15,7 @@ never reach another system's topic.
 
 Concurrent subscribes on one free topic by different targets: each takes the topic's advisory
 lock (database/advisory_locks.py) in its transaction before it reads who uses the topic, so
-the second one reads the first one's committed row and is refused. The one-statement path of
-subscriptions/subscribe_statement.py inserts no MQTT subscription for this reason (docs/
-decisions.md, "Secure by default (issue 29, item 1)").
+the second one reads the first one's committed row and is refused.
 """
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence

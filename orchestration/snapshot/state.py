@@ -337,7 +337,7 @@ def snapshot_in_transaction(allowed: bool = True):
     for the block). For callers whose transaction has written nothing the snapshot holds
     (rules, instances, reservations), so the snapshot's committed state is what the
     transaction would read, and which hold the locks that make a change committed after
-    that read come back to them (subscriptions/services/evaluation.py `_evaluate_batch`)."""
+    that read come back to them (evaluation.py `subscriptions_evaluate` in subscriptions)."""
     before = (getattr(_transaction_reads, "allowed", False),
               getattr(_transaction_reads, "view", _UNREAD))
     _transaction_reads.allowed, _transaction_reads.view = allowed, _UNREAD

@@ -1,15 +1,13 @@
 """Evaluating subscriptions: which results changed since they were last pushed (steps 2 and 3
 of the push path, subscriptions/services/__init__.py). The changes in the feed since the last
-round flag the subscriptions of the consumers they concern (`changes_process`); the flagged ones are
-evaluated in batches, previewed from one view of the pull snapshot, and the changed results
-pushed in bulk; a subscription that a batch cannot settle is evaluated alone
-(`subscription_evaluate`)."""
+round flag the subscriptions of the consumers they concern (`changes_process`); the flagged
+ones are evaluated in batches (`subscriptions_evaluate`, which the admin's "push now" calls
+too), previewed from one view of the pull snapshot, and the changed results pushed in bulk."""
 import datetime as dt
 import logging
 import uuid
-from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
@@ -18,8 +16,7 @@ from django.utils import timezone
 
 from conventions.exceptions import ExternalServerError
 from database.bulk_insert import rows_insert
-from database.transaction_retry import retry_on_conflict
-from notifications.outbox import Notification, deliveries_create
+from database.transaction_retry import is_conflict, retry_on_conflict
 from orchestration.models import OrchestrationJob
 from orchestration.pull.normalization import parse_orchestration_request
 from orchestration.pull.services import orchestrate_preview
@@ -36,8 +33,7 @@ from store.models import Rule
 from subscriptions.models import FeedCursor, Subscription
 from subscriptions.services.pushing import (
     Rendering,
-    fingerprint,
-    push_message,
+    pushes_record,
     subscription_push_queue,
 )
 
@@ -49,30 +45,6 @@ CHANGE_BATCH = 500
 FEED_READ_LIMIT = 20_000
 # How many flagged subscriptions one transaction evaluates.
 EVALUATION_BATCH = 500
-
-
-@retry_on_conflict
-def subscription_evaluate(*, subscription_id: uuid.UUID, force: bool = False) -> bool:
-    """Re-run the subscription's orchestration as a preview; push when the result differs
-    from the last pushed one (or when forced). Returns whether a push was queued. Expired or
-    removed subscriptions are never notified."""
-    now = timezone.now()
-    with transaction.atomic():
-        subscription = Subscription.objects.select_for_update().filter(
-            id=subscription_id).first()
-        if subscription is None:
-            return False
-        if subscription.expires_at is not None and subscription.expires_at <= now:
-            return False
-        request = parse_orchestration_request(subscription.orchestration_request)
-        preview = orchestrate_preview(consumer=subscription.target, request=request, now=now)
-        if not force and fingerprint(preview) == subscription.last_fingerprint:
-            if subscription.needs_evaluation:
-                subscription.needs_evaluation = False
-                subscription.save(update_fields=["needs_evaluation"])
-            return False
-        subscription_push_queue(subscription, now=now)
-    return True
 
 
 def changes_process() -> int:
@@ -138,11 +110,9 @@ def _read(cursor: FeedCursor, limit: int):
 
 
 def subscriptions_evaluate_flagged() -> int:
-    """Evaluate the flagged subscriptions, EVALUATION_BATCH at a time (_evaluate_batch); the
-    ones a batch leaves (a preview that committing would change: reservations, tokens; or
-    one that failed) are evaluated one by one, each in its own transaction. With a
-    ServiceRegistry, the instances behind them are looked up again first (one call), so the
-    evaluations read what it holds now. When the ServiceRegistry fails, the round ends
+    """Evaluate the flagged subscriptions, EVALUATION_BATCH at a time (`subscriptions_evaluate`).
+    With a ServiceRegistry, the instances behind them are looked up again first (one call),
+    so the evaluations read what it holds now. When the ServiceRegistry fails, the round ends
     there: the rest would wait for it too, and all stay flagged for the next round."""
     pushed = 0
     flagged = list(Subscription.objects.filter(needs_evaluation=True).order_by("pk")
@@ -156,57 +126,46 @@ def subscriptions_evaluate_flagged() -> int:
         return 0
     ids = [subscription_id for subscription_id, _ in flagged]
     for start in range(0, len(ids), EVALUATION_BATCH):
-        batch_pushed, one_by_one = _evaluate_batch(ids[start:start + EVALUATION_BATCH])
-        pushed += batch_pushed
-        for subscription_id in one_by_one:
-            outcome = _evaluate_one(subscription_id)
-            if outcome is None:
-                return pushed
-            pushed += outcome
+        evaluation = subscriptions_evaluate(ids[start:start + EVALUATION_BATCH])
+        pushed += evaluation.pushed
+        if any(isinstance(error, ServiceRegistryUnavailable)
+               for error in evaluation.failed.values()):
+            break
     return pushed
 
 
-def _evaluate_one(subscription_id: uuid.UUID) -> int | None:
-    """subscription_evaluate, with one failing subscription not stopping the others; None
-    when the ServiceRegistry failed (the round ends)."""
-    try:
-        return int(subscription_evaluate(subscription_id=subscription_id))
-    except ServiceRegistryUnavailable as error:
-        logger.warning("Evaluating subscription %s needs the ServiceRegistry, which failed "
-                       "(retried next round): %s", subscription_id, error.message)
-        return None
-    except ExternalServerError as error:
-        # Another system the push needs (ConsumerAuthorization's tokens): the push is
-        # rolled back and the subscription stays flagged; the others may not need it.
-        logger.warning("Pushing subscription %s failed (retried next round): %s",
-                       subscription_id, error.message)
-    except Exception:
-        # One broken subscription must not stop the others; it stays flagged for the next
-        # round (the error is in the log and in the job history).
-        logger.exception("Evaluating subscription %s failed", subscription_id)
-    return 0
+@dataclass
+class Evaluation:
+    """What `subscriptions_evaluate` did: pushes queued, and why each subscription that
+    failed was not (it stays flagged for the next round)."""
+    pushed: int = 0
+    failed: dict[uuid.UUID, Exception] = field(default_factory=dict)
 
 
 @retry_on_conflict
-def _evaluate_batch(ids: Sequence[uuid.UUID]) -> tuple[int, list[uuid.UUID]]:
-    """Evaluate the flagged ones of `ids` in one transaction, with a few statements for all
-    of them: lock them (a row another round holds is left to it), preview each, and for the
-    results that changed write the PUSH jobs, the notifications and what was pushed in bulk.
-    A preview whose committed run would differ (reservations, tokens) or that failed is not
-    pushed here: its id is returned, for subscription_evaluate. Returns (pushes queued, those
-    ids).
+def subscriptions_evaluate(ids: Sequence[uuid.UUID], *, force: bool = False) -> Evaluation:
+    """Evaluate the subscriptions of `ids` in one transaction, with a few statements for all
+    of them: lock them, preview each, and for the results that changed since they were last
+    pushed (every result, when forced) write the PUSH jobs, the notifications and what was
+    pushed in bulk. Expired or removed subscriptions are never notified. Unless forced, only
+    flagged ones are evaluated, and a row another round holds is left to it.
+
+    A preview whose committed run would differ (reservations, tokens) is pushed from that
+    run (pushing.py `subscription_push_queue`), each in a savepoint, so that one failing
+    (ConsumerAuthorization's tokens, the ServiceRegistry) does not stop the others.
 
     Outside a caller's transaction the previews read the pull snapshot: this transaction
     has written nothing it holds when they run, and it has locked the subscriptions first,
     so a change flagged after the previews waits for the commit and flags them again."""
     now = timezone.now()
     from_snapshot = not transaction.get_connection().in_atomic_block
-    one_by_one, changed, unchanged = [], [], []
+    evaluation, changed, unchanged, committed = Evaluation(), [], [], []
     rendering = Rendering()
     with transaction.atomic():
-        subscriptions = list(Subscription.objects.select_for_update(skip_locked=True)
-                             .filter(id__in=list(ids), needs_evaluation=True).order_by("pk")
-                             .only(*_EVALUATED_FIELDS))
+        rows = Subscription.objects.select_for_update(skip_locked=not force).filter(
+            id__in=list(ids))
+        subscriptions = list((rows if force else rows.filter(needs_evaluation=True))
+                             .order_by("pk").only(*_EVALUATED_FIELDS))
         with snapshot_in_transaction(from_snapshot):
             for subscription in subscriptions:
                 if subscription.expires_at is not None and subscription.expires_at <= now:
@@ -215,22 +174,48 @@ def _evaluate_batch(ids: Sequence[uuid.UUID]) -> tuple[int, list[uuid.UUID]]:
                     preview = orchestrate_preview(
                         consumer=subscription.target, now=now,
                         request=parse_orchestration_request(subscription.orchestration_request))
-                except Exception:  # noqa: BLE001 - evaluated alone, with its own handling
-                    one_by_one.append(subscription.id)
-                    continue
-                if preview.commit_differs:
-                    one_by_one.append(subscription.id)
+                except Exception as error:  # noqa: BLE001 - one must not stop the others
+                    _failed(evaluation, subscription.id, error)
                     continue
                 printed, response = rendering(preview)
-                if printed == subscription.last_fingerprint:
+                if printed == subscription.last_fingerprint and not force:
                     unchanged.append(subscription.pk)
+                elif preview.commit_differs:
+                    committed.append(subscription)
                 else:
                     subscription.last_fingerprint = printed
                     changed.append(_Push(subscription, len(preview.results), response))
         Subscription.objects.filter(pk__in=unchanged).update(needs_evaluation=False)
         if changed:
             _pushes_queue(changed, now=now)
-    return len(changed), one_by_one
+        for subscription in committed:
+            try:
+                with transaction.atomic():
+                    subscription_push_queue(subscription, now=now)
+            except Exception as error:  # noqa: BLE001 - one must not stop the others
+                if is_conflict(error):
+                    raise  # the whole transaction is retried
+                _failed(evaluation, subscription.id, error)
+    evaluation.pushed = len(changed) + len([s for s in committed
+                                            if s.id not in evaluation.failed])
+    return evaluation
+
+
+def _failed(evaluation: Evaluation, subscription_id: uuid.UUID, error: Exception) -> None:
+    if isinstance(error, ServiceRegistryUnavailable):
+        logger.warning("Evaluating subscription %s needs the ServiceRegistry, which failed "
+                       "(retried next round): %s", subscription_id, error.message)
+    elif isinstance(error, ExternalServerError):
+        # Another system the push needs (ConsumerAuthorization's tokens): the push is
+        # rolled back and the subscription stays flagged; the others may not need it.
+        logger.warning("Pushing subscription %s failed (retried next round): %s",
+                       subscription_id, error.message)
+    else:
+        # One broken subscription must not stop the others; it stays flagged for the next
+        # round (the error is in the log and in the job history).
+        logger.exception("Evaluating subscription %s failed", subscription_id,
+                         exc_info=error)
+    evaluation.failed[subscription_id] = error
 
 
 # What a batch evaluation reads of a subscription (the driver's parsing of the instants left
@@ -256,27 +241,9 @@ def _pushes_queue(pushes: list[_Push], *, now: dt.datetime) -> None:
         (uuid.uuid4(), push, done, p.subscription.owner, p.subscription.target,
          p.subscription.service_definition, p.subscription.id, p.result_count,
          f"{p.result_count} local result(s)", now, now, finished) for p in pushes])
-    deliveries_create([
-        Notification(p.subscription.id, p.subscription.notify_protocol,
-                     p.subscription.notify_properties, push_message(p.subscription, p.response),
-                     p.subscription.expires_at, p.subscription.target)
-        for p in pushes])
-    _pushed_record([p.subscription for p in pushes], now=now)
+    pushes_record([(p.subscription, p.response) for p in pushes], now=now)
 
 
 _JOB_COLUMNS = ("id", "type", "status", "requester", "target", "service_definition",
                 "subscription_id", "result_count", "message", "created_at", "started_at",
                 "finished_at")
-
-
-def _pushed_record(subscriptions: list[Subscription], *, now: dt.datetime) -> None:
-    """What was pushed (`last_fingerprint`, and `now`), for every subscription of a batch,
-    which is no longer flagged: one UPDATE per distinct result (a change usually gives many
-    subscribers the same one). Django's bulk_update builds a CASE per row in Python, which
-    cost a quarter of a worker's time in the fan-out's profile (docs/performance.md)."""
-    by_fingerprint: dict[str, list[uuid.UUID]] = defaultdict(list)
-    for subscription in subscriptions:
-        by_fingerprint[subscription.last_fingerprint].append(subscription.pk)
-    for printed, ids in by_fingerprint.items():
-        Subscription.objects.filter(pk__in=ids).update(
-            last_fingerprint=printed, last_pushed_at=now, needs_evaluation=False)

@@ -1,5 +1,4 @@
-"""Writing subscriptions (SPEC §5): subscribe as an upsert (one statement when it can,
-subscriptions/subscribe_statement.py; the general path here), unsubscribe (the consumer's and
+"""Writing subscriptions (SPEC §5): subscribe as an upsert, unsubscribe (the consumer's and
 push management's) and removing the expired ones. Each subscription is locked by its identity
 key first, its MQTT notify topic claimed, and its pending notifications cancelled when it
 goes or its notify interface changes."""
@@ -26,7 +25,6 @@ from subscriptions.notify_topics import notify_topics_claim
 from subscriptions.requests import SubscribeRequest
 from subscriptions.selectors import subscription_counts
 from subscriptions.services.pushing import fingerprint, subscription_push_queue
-from subscriptions.subscribe_statement import subscription_write_at_once
 
 logger = logging.getLogger(__name__)
 
@@ -97,36 +95,24 @@ def subscription_upsert(*, requester: str, subscribe: SubscribeRequest,
                         trigger: bool) -> tuple[uuid.UUID, bool]:
     """Create the requester's subscription, or overwrite its subscription for the same target
     and service definition in place (same id). Returns (its id, created). With `trigger`,
-    the result is pushed now. The usual call is one statement
-    (`subscriptions/subscribe_statement.py`); the rest takes the general path."""
-    baselines = None
-    if not trigger:
-        now = timezone.now()
-        baselines = [subscription_baseline(subscribe, now)]
-        written = subscription_write_at_once(
-            owner=requester, subscribe=subscribe,
-            key=identity_key(requester, subscribe.target, subscribe.service_definition),
-            expires_at=_expiry(subscribe.duration, now), now=now, baseline=baselines[0])
-        if written is not None:
-            return written
-    subscription, created = subscriptions_upsert(owner=requester, subscribes=[subscribe],
-                                                 trigger=trigger, baselines=baselines)[0]
+    the result is pushed now."""
+    [(subscription, created)] = subscriptions_upsert(owner=requester, subscribes=[subscribe],
+                                                     trigger=trigger)
     return subscription.id, created
 
 
 @retry_on_conflict
 def subscriptions_upsert(*, owner: str, subscribes: Sequence[SubscribeRequest],
-                         trigger: bool = False, baselines: Sequence[str] | None = None,
-                         ) -> list[tuple[Subscription, bool]]:
+                         trigger: bool = False) -> list[tuple[Subscription, bool]]:
     """Create or overwrite (in place, same id) `owner`'s subscriptions, all or nothing: the
     same owner, target and service definition is the same subscription. Returns
     (subscription, created) per request, in order. Without `trigger`, each starts from
-    its `subscription_baseline` (`baselines`, when the caller has read them already)."""
+    its `subscription_baseline`."""
     keys = [identity_key(owner, s.target, s.service_definition) for s in subscribes]
     now = timezone.now()
     if trigger:
         baselines = [""] * len(subscribes)  # the push below records what was pushed
-    elif baselines is None:
+    else:
         baselines = [subscription_baseline(subscribe, now) for subscribe in subscribes]
     with transaction.atomic():
         # The keys' locks first: a subscription that does not exist yet cannot be

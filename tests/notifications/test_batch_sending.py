@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from notifications.batch_sending import deliveries_send
+from notifications.services import deliveries_send
 from notifications.models import NotificationDelivery
 from tests.endpoints import MqttReceiver, make_delivery, mosquitto
 from tests.ports import reserved_port
@@ -41,12 +41,24 @@ class BatchSendingTests:
                               next_attempt_at=timezone.now() + timedelta(hours=1))
         taken = make_delivery("MQTT", {"topic": mqtt_receiver.topic}, status=Status.SENDING,
                               claimed_at=timezone.now())
-        http = make_delivery("HTTP", {"address": "127.0.0.1", "port": reserved_port()})
-        statuses = deliveries_send([due.id, later.id, taken.id, http.id, "not-a-uuid",
-                                    uuid.uuid4()])
+        statuses = deliveries_send([due.id, later.id, taken.id, "not-a-uuid", uuid.uuid4()])
         assert statuses == {due.id: Status.DELIVERED}
-        assert _statuses(later, taken, http) == [(Status.PENDING, 0), (Status.SENDING, 0),
-                                                 (Status.PENDING, 0)]
+        assert _statuses(later, taken) == [(Status.PENDING, 0), (Status.SENDING, 0)]
+
+    def test_http_ones_go_each_through_their_destination(self, mqtt_receiver, http_sink,
+                                                          settings):
+        """Sent one by one, each admitted by its destination's limit (deferred, not
+        attempted, when it has its sends in flight)."""
+        settings.NOTIFY_DESTINATION_MAX_IN_FLIGHT = 1
+        mqtt = make_delivery("MQTT", {"topic": mqtt_receiver.topic})
+        first, second = (make_delivery("HTTP", http_sink.properties()) for _ in range(2))
+        make_delivery("HTTP", http_sink.properties(), status=Status.SENDING,
+                      claimed_at=timezone.now())  # the destination's one send in flight
+        statuses = deliveries_send([mqtt.id, first.id, second.id])
+        assert statuses == {mqtt.id: Status.DELIVERED, first.id: Status.PENDING,
+                            second.id: Status.PENDING}
+        assert _statuses(first, second) == [(Status.PENDING, 0), (Status.PENDING, 0)]
+        assert http_sink.requests == []
 
     def test_an_outdated_or_expired_one_is_not_sent(self, mqtt_receiver):
         subscription = uuid.uuid4()

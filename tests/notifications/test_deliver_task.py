@@ -6,8 +6,8 @@ from celery.signals import task_prerun
 from django.utils import timezone
 
 from notifications.models import NotificationDelivery
-from notifications.selectors import delivery_seconds_until_due
-from notifications.tasks import deliver_task
+from notifications.selectors import deliveries_seconds_until_due
+from notifications.tasks import deliver_batch_task, deliver_task
 from tests.endpoints import make_delivery
 
 pytestmark = pytest.mark.django_db
@@ -17,12 +17,14 @@ Status = NotificationDelivery.Status
 
 @pytest.fixture
 def task_runs() -> list:
-    """Ids of the deliveries that Celery ran deliver_task for (worker or eager runs)."""
+    """Ids of the deliveries that Celery ran a send task for (worker or eager runs)."""
     runs: list = []
 
     def record(sender=None, args=None, **kwargs) -> None:
         if getattr(sender, "name", None) == deliver_task.name:
             runs.append(args[0])
+        elif getattr(sender, "name", None) == deliver_batch_task.name:
+            runs.extend(args[0])
 
     task_prerun.connect(record, weak=False)
     yield runs
@@ -62,10 +64,10 @@ class DeliverTaskTests:
 class DeliverySecondsUntilDueTests:
     def test_it_counts_down_to_the_next_attempt(self):
         later = make_delivery(next_attempt_at=timezone.now() + timedelta(seconds=30))
-        assert 29 < delivery_seconds_until_due(delivery_id=later.id) <= 30
+        assert 29 < deliveries_seconds_until_due(delivery_ids=[later.id]) <= 30
         overdue = make_delivery(next_attempt_at=timezone.now() - timedelta(seconds=30))
-        assert delivery_seconds_until_due(delivery_id=overdue.id) == 0
+        assert deliveries_seconds_until_due(delivery_ids=[overdue.id]) == 0
 
     def test_it_is_none_when_no_attempt_is_waiting(self):
         delivered = make_delivery(status=Status.DELIVERED)
-        assert delivery_seconds_until_due(delivery_id=delivered.id) is None
+        assert deliveries_seconds_until_due(delivery_ids=[delivered.id]) is None

@@ -1,4 +1,4 @@
-"""The outbox side: delivery_create (supersede, enqueue after commit), deliveries_cancel."""
+"""The outbox side: deliveries_create (supersede, enqueue after commit), deliveries_cancel."""
 import os
 import subprocess
 import sys
@@ -14,7 +14,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from notifications.models import NotificationDelivery
-from notifications.outbox import deliveries_cancel, delivery_create
+from notifications.outbox import Notification, deliveries_cancel, deliveries_create
 from notifications.services import delivery_send
 from notifications.sweeping import deliveries_sweep
 from tests.concurrency import Background, wait_for
@@ -29,7 +29,9 @@ PROJECT = Path(django_settings.BASE_DIR)
 
 def create(subscription_id: uuid.UUID, properties: dict, **fields) -> NotificationDelivery:
     values = {"protocol": "HTTP", "payload": BODY, "expires_at": None, **fields}
-    return delivery_create(subscription_id=subscription_id, properties=properties, **values)
+    [delivery] = deliveries_create([Notification(subscription_id=subscription_id,
+                                                 properties=properties, **values)])
+    return delivery
 
 
 class DeliveryCreateTests:
@@ -111,10 +113,10 @@ def _create_in_process_with_dead_broker(properties: dict) -> subprocess.Complete
         import django
         django.setup()
         from django.db import transaction
-        from notifications.outbox import delivery_create
+        from notifications.outbox import Notification, deliveries_create
         with transaction.atomic():
-            delivery_create(subscription_id=uuid.uuid4(), protocol="HTTP",
-                            properties={properties!r}, payload={BODY!r}, expires_at=None)
+            deliveries_create([Notification(uuid.uuid4(), "HTTP", {properties!r}, {BODY!r},
+                                            None)])
     """)
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings",
            "DATABASE_URL": database_url,

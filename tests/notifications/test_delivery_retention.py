@@ -15,7 +15,6 @@ from notifications.retention import deliveries_remove_old
 from notifications.selectors import (
     deliveries_neighbours,
     deliveries_newer,
-    deliveries_older_in_flight,
     deliveries_pending,
 )
 from notifications.tasks import remove_old_deliveries_task
@@ -140,10 +139,6 @@ class SubscriptionIndexTests:
     def test_the_newer_check_reads_only_what_is_newer(self, history):
         plan = self.plan(deliveries_newer(self.probe(history, 3)))
         assert self.rows_read(plan) == 2, plan
-
-    def test_the_older_in_flight_check_reads_only_the_unfinished(self, history):
-        plan = self.plan(deliveries_older_in_flight(self.probe(history, 0)))
-        assert self.rows_read(plan) == 0, plan
 
     def test_a_batch_send_reads_only_what_it_asks_about(self, history):
         claimed = self.probe(history, 3)

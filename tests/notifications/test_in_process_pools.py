@@ -20,6 +20,6 @@ class InProcessShutdownTests:
     def test_a_delivery_offered_to_a_stopped_pool_is_left_to_the_sweeper(self, stopped_pool,
                                                                          caplog):
         delivery_id = uuid.uuid4()
-        inprocess.in_process_submit(delivery_id, http=False)  # no RuntimeError
+        inprocess.in_process_submit([delivery_id], http=False)  # no RuntimeError
         assert delivery_id not in inprocess._queued  # offered again by a later sweep
         assert "shutting down" in caplog.text

@@ -21,7 +21,7 @@ from prometheus_client.openmetrics.parser import (
 from prometheus_client.parser import text_string_to_metric_families
 
 from config.celery import app as celery_app
-from notifications.batch_sending import deliveries_send
+from notifications.services import deliveries_send
 from notifications.models import NotificationDelivery
 from notifications.services import delivery_send
 from observability.metrics import REQUESTS

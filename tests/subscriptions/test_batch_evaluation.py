@@ -1,6 +1,6 @@
 """Flagged subscriptions are evaluated in batches (subscriptions/services/evaluation.py
-_evaluate_batch): a change that concerns many subscriptions costs a few statements, not a
-transaction per subscription, and pushes exactly what evaluating them one by one would. These
+`subscriptions_evaluate`): a change that concerns many subscriptions costs a few statements,
+not a transaction per subscription, and pushes exactly what evaluating them one by one would. These
 tests commit, so that the previews read the pull snapshot as in production."""
 import pytest
 from django.db import connection

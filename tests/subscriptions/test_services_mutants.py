@@ -10,10 +10,10 @@ import pytest
 from django.utils import timezone
 
 from notifications.models import NotificationDelivery
-from notifications.outbox import delivery_create
+from notifications.outbox import Notification, deliveries_create
 from orchestration.models import OrchestrationLock
 from subscriptions.models import Subscription
-from subscriptions.services.evaluation import changes_process, subscription_evaluate
+from subscriptions.services.evaluation import changes_process, subscriptions_evaluate
 from tests.factories import make_instances, make_rules
 from tests.store.helpers import instance_body
 from tests.subscriptions.helpers import (
@@ -56,9 +56,8 @@ class PushSubscribeOverwriteTests:
         element = push_element("ConsumerA", notify=mqtt_notify("t/a"))
         push_subscribe(api, element)
         subscription = Subscription.objects.get()
-        pending = delivery_create(subscription_id=subscription.id, protocol="MQTT",
-                                  properties={"topic": "t/a"}, payload={"results": []},
-                                  expires_at=None, receiver="ConsumerA")
+        [pending] = deliveries_create([Notification(subscription.id, "MQTT", {"topic": "t/a"},
+                                                    {"results": []}, None, "ConsumerA")])
         assert push_subscribe(api, dict(element, duration=30)).status_code == 201
         pending.refresh_from_db()
         assert pending.status == Status.PENDING
@@ -89,21 +88,21 @@ class ReservationEndTests:
 
 
 class PushNowTests:
-    """The admin's "push now" (`subscription_evaluate(force=True)`) counts what it queued."""
+    """The admin's "push now" (`subscriptions_evaluate(force=True)`) counts what it queued."""
 
     def test_a_subscription_is_not_pushed_at_the_instant_it_expires(self, api, monkeypatch):
         subscribe(api, subscription_body(notify=mqtt_notify("t/ends"), duration=60))
         subscription = Subscription.objects.get()
         ends = subscription.expires_at
         monkeypatch.setattr(timezone, "now", lambda: ends)
-        assert subscription_evaluate(subscription_id=subscription.id, force=True) is False
+        assert subscriptions_evaluate([subscription.id], force=True).pushed == 0
         assert not NotificationDelivery.objects.exists()
         monkeypatch.setattr(timezone, "now", lambda: ends - dt.timedelta(microseconds=1))
-        assert subscription_evaluate(subscription_id=subscription.id, force=True) is True
+        assert subscriptions_evaluate([subscription.id], force=True).pushed == 1
         assert NotificationDelivery.objects.count() == 1
 
     def test_a_removed_subscription_is_not_counted_as_pushed(self):
-        assert subscription_evaluate(subscription_id=uuid.uuid4(), force=True) is False
+        assert subscriptions_evaluate([uuid.uuid4()], force=True).pushed == 0
 
 
 class BatchEvaluationTests:
