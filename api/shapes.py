@@ -1,25 +1,18 @@
-"""The fast forms of a wire shape, compiled at import from its one declaration, the DRF
-serializer: `compile_check` (a request body's type check) and `compile_renderer` (an answer's
-data). Building and running a serializer costs 100-200 µs per request (its fields are
-deep-copied, every value passes a chain of DRF calls); the compiled forms take a few µs.
+"""A wire shape's fast forms, compiled at import from its one declaration, the DRF serializer.
+Building and running a serializer costs 100-200 µs per request (its fields are deep-copied,
+every value passes a chain of DRF calls); the compiled forms take a few µs.
 
-A compiled check is one-sided: for a parsed JSON body it returns exactly the serializer's
-`validated_data` (the same keys in the same order, absent fields left out, unknown keys dropped,
-free-form JSON values the very objects of the body) when the serializer surely accepts the body,
-and None for anything else. The caller then runs the serializer, which accepts or answers with
-its own messages, so declining is always safe: what JSON cannot hold (a tuple, a non-string key,
-an int beyond 10**600) is declined too.
+`compile_check`: for a parsed JSON body, exactly the serializer's `validated_data` (free-form
+JSON values the body's own objects) when the serializer surely accepts it, else None: the caller
+then runs the serializer, which answers with its messages. Declining is always safe.
+`compile_renderer`: exactly `Serializer(instance).data`, as plain dicts (attributes are data,
+not callables or querysets).
 
-A compiled renderer gives exactly `Serializer(instance).data` as plain dicts, key order
-included. It reads attributes as DRF does (a Mapping by key, anything else by attribute); they
-are data, not callables or querysets.
-
-Only the field kinds, mixins and validators named below are understood, on serializers that
-override none of DRF's validation or representation methods. Anything else (another field
-class, a field subclass with methods of its own, a validator, a `validate_<field>` method, a
-default, a dotted source) makes compiling raise ShapeNotCompiled at import: a field added to a
-serializer is covered, or the process does not start.
+Only the field kinds, mixins and validators named below are understood. Anything else (another
+field class, a subclass with methods of its own, a validator, a `validate_<field>` method, a
+default, a dotted source) raises ShapeNotCompiled at import, so no field escapes the fast forms.
 """
+import functools
 import re
 from collections.abc import Callable, Mapping
 from operator import attrgetter, itemgetter
@@ -35,6 +28,7 @@ from rest_framework.settings import api_settings
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from api.fields import (
+    HUGE_INT,
     BoundedDictField,
     BoundedJSONField,
     BoundedListField,
@@ -43,6 +37,7 @@ from api.fields import (
     SchemaLimit,
     StrictCharField,
     StrictIntegerField,
+    json_bounds_error,
 )
 from conventions.timestamps import format_utc
 
@@ -63,7 +58,6 @@ class NoneLeftOut:
 _DECLINED: Any = object()  # a check's answer for a value it does not vouch for
 _ABSENT: Any = object()
 _SKIP, _RAISE = object(), object()  # a renderer's missing attribute: key left out, or error
-_HUGE_INT = 10 ** 600  # DRF turns ints into text; Python refuses that beyond 4300 digits
 _REFUSED_CHARACTER = re.compile("[\x00\ud800-\udfff]").search
 # What a class may define without changing what its fields do.
 _INERT = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__",
@@ -71,22 +65,16 @@ _INERT = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weak
                     "_spectacular_annotation", "default_error_messages", "_declared_fields"})
 
 
-# The limit settings a check has read (a read of django.conf.settings costs some 0.3 µs, and a
-# body meets a dozen limits), forgotten when a setting changes (tests).
-_settings: dict[str, Any] = {}
-
-
+@functools.cache
 def _setting(name: str) -> Any:
-    try:
-        return _settings[name]
-    except KeyError:
-        value = _settings[name] = getattr(settings, name)
-        return value
+    """A limit setting, read once (a read of django.conf.settings costs some 0.3 µs, and a body
+    meets a dozen limits) and again when settings change (tests)."""
+    return getattr(settings, name)
 
 
 @receiver(setting_changed)
 def _forget(**kwargs: object) -> None:
-    _settings.clear()
+    _setting.cache_clear()
 
 
 def _kind(obj: Any, kinds: dict, mixins: tuple = (), allowed: frozenset = frozenset()) -> type:
@@ -114,28 +102,19 @@ _LIMITS: dict[type, Callable[[Any, Any], bool]] = {
     django.MaxValueValidator: lambda value, limit: value <= limit,
     django.MinValueValidator: lambda value, limit: value >= limit,
 }
-
-
-def _limit_test(validator: django.BaseValidator) -> Callable[[Any], bool]:
-    passes, limit = _LIMITS[type(validator)], validator.limit_value
-    if callable(limit):
-        return lambda value: passes(value, limit())
-    return lambda value: passes(value, limit)
+_CHARACTERS = (django.ProhibitNullCharactersValidator, ProhibitSurrogateCharactersValidator)
 
 
 def _validators(field: serializers.Field) -> Callable[[Any], bool] | None:
     """Whether a value passes the field's validators (None: there is nothing to check)."""
-    tests: list[Callable[[Any], bool]] = []
+    tests = []
     for validator in field.validators:
-        kind = type(validator)
-        if kind is SchemaLimit:  # the schema's only
-            continue
-        if kind in (django.ProhibitNullCharactersValidator, ProhibitSurrogateCharactersValidator):
-            if _no_refused_character not in tests:
-                tests.append(_no_refused_character)
-        elif kind in _LIMITS:
-            tests.append(_limit_test(validator))
-        else:
+        kind, limit = type(validator), getattr(validator, "limit_value", None)
+        if kind in _CHARACTERS and _no_refused_character not in tests:
+            tests.append(_no_refused_character)
+        elif kind in _LIMITS and not callable(limit):
+            tests.append(lambda value, passes=_LIMITS[kind], limit=limit: passes(value, limit))
+        elif kind is not SchemaLimit and kind not in _CHARACTERS:  # SchemaLimit: the schema's
             raise ShapeNotCompiled(f"{type(field).__name__}: validator {kind.__name__}")
     if len(tests) < 2:
         return tests[0] if tests else None
@@ -148,11 +127,7 @@ def compile_check(serializer_class: type[serializers.Serializer]) -> Callable[[A
     """`check(document)`: the serializer's validated_data for a parsed JSON body it surely
     accepts, else None."""
     check = _check(serializer_class())
-
-    def checked(document: Any) -> dict | None:
-        value = check(document)
-        return None if value is _DECLINED else value
-    return checked
+    return lambda document: None if (value := check(document)) is _DECLINED else value
 
 
 def _nullable(field: serializers.Field) -> bool:
@@ -216,107 +191,61 @@ def _text_check(field: StrictCharField) -> Callable[[Any], Any]:
 
 def _integer_check(field: StrictIntegerField) -> Callable[[Any], Any]:
     valid = _validators(field)
-    return lambda value: (value if type(value) is int and -_HUGE_INT < value < _HUGE_INT
+    return lambda value: (value if type(value) is int and -HUGE_INT < value < HUGE_INT
                           and (valid is None or valid(value)) else _DECLINED)
 
 
-def _elements(field: serializers.Field) -> tuple[bool, Callable[[Any], Any]]:
-    return _nullable(field.child), _check(field.child)
-
-
-def _list_check(field: BoundedListField) -> Callable[[Any], Any]:
+def _container_check(field: BoundedListField | BoundedDictField) -> Callable[[Any], Any]:
     setting, allow_empty, valid = field.limit_setting, field.allow_empty, _validators(field)
-    nullable, check_element = _elements(field)
+    nullable, check_element = _nullable(field.child), _check(field.child)
+    kind = dict if isinstance(field, serializers.DictField) else list
     conditions = isinstance(field, RequirementListField)
 
     def check(value: Any) -> Any:
-        if type(value) is not list:
+        if type(value) is not kind:
             return _DECLINED
         limit = _setting(setting)
         if len(value) > limit or not (value or allow_empty):
             return _DECLINED
         if conditions and sum([len(item) for item in value if type(item) is dict]) > limit:
             return _DECLINED
+        if kind is dict:
+            max_chars = _setting("MAX_STRING_LENGTH")
+            if not all(type(key) is str and len(key) <= max_chars for key in value):
+                return _DECLINED
         checked = []
-        for item in value:
+        for item in value.values() if kind is dict else value:
             if (item := _member(item, nullable, check_element)) is _DECLINED:
                 return _DECLINED
             checked.append(item)
-        return checked if valid is None or valid(checked) else _DECLINED
-    return check
-
-
-def _dict_check(field: BoundedDictField) -> Callable[[Any], Any]:
-    setting, allow_empty, valid = field.limit_setting, field.allow_empty, _validators(field)
-    nullable, check_element = _elements(field)
-
-    def check(value: Any) -> Any:
-        if type(value) is not dict:
-            return _DECLINED
-        if len(value) > _setting(setting) or not (value or allow_empty):
-            return _DECLINED
-        max_chars = _setting("MAX_STRING_LENGTH")
-        checked = {}
-        for key, item in value.items():
-            if type(key) is not str or len(key) > max_chars:
-                return _DECLINED
-            if (item := _member(item, nullable, check_element)) is _DECLINED:
-                return _DECLINED
-            checked[key] = item
+        if kind is dict:
+            checked = dict(zip(value, checked, strict=True))
         return checked if valid is None or valid(checked) else _DECLINED
     return check
 
 
 def _json_check(field: BoundedJSONField) -> Callable[[Any], Any]:
     valid = _validators(field)
-    return lambda value: (value if _json_within_bounds(value) and (valid is None or valid(value))
-                          else _DECLINED)
 
-
-def _json_within_bounds(value: Any) -> bool:
-    """Whether `value` is made of JSON types only and api.fields.json_bounds_error finds no
-    fault in it. Iterative, as that function, so that a large MAX_JSON_DEPTH cannot meet the
-    recursion limit."""
-    kind = type(value)
-    if kind is str:  # most values are scalars
-        return len(value) <= _setting("MAX_STRING_LENGTH")
-    if kind is bool or kind is float:
-        return True
-    if kind is int:
-        return -_HUGE_INT < value < _HUGE_INT
-    max_items, max_chars = _setting("MAX_LIST_LENGTH"), _setting("MAX_STRING_LENGTH")
-    max_depth = _setting("MAX_JSON_DEPTH")
-    pending = [(value, 1)]
-    while pending:
-        item, depth = pending.pop()
-        kind = type(item)
-        if kind is str:
-            if len(item) > max_chars:
-                return False
-        elif kind is dict or kind is list:
-            if depth > max_depth or len(item) > max_items:
-                return False
-            if kind is dict:
-                for key in item:
-                    if type(key) is not str or len(key) > max_chars:
-                        return False
-                item = item.values()
-            pending.extend([(child, depth + 1) for child in item])
-        elif kind is int:
-            if not -_HUGE_INT < item < _HUGE_INT:
-                return False
-        elif kind is not bool and kind is not float and item is not None:
-            return False
-    return True
+    def check(value: Any) -> Any:
+        kind = type(value)
+        if kind is str:  # most values are scalars: cheaper than json_bounds_error
+            within = len(value) <= _setting("MAX_STRING_LENGTH")
+        elif kind is bool or kind is float:
+            within = True
+        else:
+            within = json_bounds_error(value, json_only=True) is None
+        return value if within and (valid is None or valid(value)) else _DECLINED
+    return check
 
 
 _CHECKS: dict[type, Callable] = {
     serializers.Serializer: _serializer_check,
     StrictCharField: _text_check,
     StrictIntegerField: _integer_check,
-    RequirementListField: _list_check,
-    BoundedListField: _list_check,
-    BoundedDictField: _dict_check,
+    RequirementListField: _container_check,
+    BoundedListField: _container_check,
+    BoundedDictField: _container_check,
     BoundedJSONField: _json_check,
 }
 
@@ -338,25 +267,22 @@ def _renderer(field: serializers.Field) -> Callable[[Any], Any] | None:
 
 
 def _serializer_renderer(serializer: serializers.Serializer) -> Callable[[Any], dict]:
-    by_key, by_attribute = [], []  # (name, getter, when missing, renderer), for each kind
+    fields = []  # (name, getter from a Mapping, from an object, when missing, renderer)
     for name, field in serializer.fields.items():
         if field.write_only:
             continue
         if isinstance(field, serializers.SerializerMethodField):
             method = getattr(serializer, field.method_name)  # called with the whole instance
-            by_key.append((name, method, _RAISE, None))
-            by_attribute.append((name, method, _RAISE, None))
+            fields.append((name, method, method, _RAISE, None))
             continue
         if field.default is not empty or len(field.source_attrs) > 1:
             raise ShapeNotCompiled(f"{type(serializer).__name__}.{name}")
         missing = None if field.allow_null else _RAISE if field.required else _SKIP
-        render_value = _renderer(field)
-        if not field.source_attrs:  # source="*"
-            by_key.append((name, _itself, missing, render_value))
-            by_attribute.append((name, _itself, missing, render_value))
-        else:
-            by_key.append((name, itemgetter(field.source_attrs[0]), missing, render_value))
-            by_attribute.append((name, attrgetter(field.source_attrs[0]), missing, render_value))
+        getters = ((itemgetter(field.source_attrs[0]), attrgetter(field.source_attrs[0]))
+                   if field.source_attrs else (_itself, _itself))  # or source="*"
+        fields.append((name, *getters, missing, _renderer(field)))
+    by_key = [(name, get, missing, render) for name, get, _, missing, render in fields]
+    by_attribute = [(name, get, missing, render) for name, _, get, missing, render in fields]
     none_left_out = isinstance(serializer, NoneLeftOut)
 
     def render(instance: Any) -> dict:
@@ -410,21 +336,15 @@ def _json_renderer(field: serializers.JSONField) -> None:
 
 
 def _datetime_renderer(field: serializers.DateTimeField) -> Callable[[Any], Any]:
-    """DRF's DateTimeField in ISO 8601, the current time zone UTC (as TIME_ZONE is): a string
-    is passed on, a naive datetime is read as UTC, fractional seconds only when non-zero."""
+    """DRF's ISO 8601 in the current time zone, UTC (TIME_ZONE): a string is passed on, a naive
+    datetime read as UTC, fractional seconds given only when non-zero."""
     if (getattr(field, "format", api_settings.DATETIME_FORMAT).lower() != "iso-8601"
-            or hasattr(field, "timezone") or settings.TIME_ZONE != "UTC" or not settings.USE_TZ):
+            or hasattr(field, "timezone")
+            or (settings.TIME_ZONE, settings.USE_TZ) != ("UTC", True)):
         raise ShapeNotCompiled(f"{type(field).__name__}: not ISO 8601 in UTC")
-
-    def render(value: Any) -> str | None:
-        if not value:
-            return None
-        if isinstance(value, str):
-            return value
-        if value.utcoffset() is None:
-            return value.isoformat() + "Z"
-        return format_utc(value)
-    return render
+    return lambda value: (None if not value else value if isinstance(value, str)
+                          else value.isoformat() + "Z" if value.utcoffset() is None
+                          else format_utc(value))
 
 
 _RENDERERS: dict[type, Callable] = {
