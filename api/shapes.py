@@ -126,18 +126,15 @@ def _validators(field: serializers.Field) -> Callable[[Any], bool] | None:
 def compile_check(serializer_class: type[serializers.Serializer]) -> Callable[[Any], dict | None]:
     """`check(document)`: the serializer's validated_data for a parsed JSON body it surely
     accepts, else None."""
-    check = _check(serializer_class())
+    check = _check(serializer_class())[1]
     return lambda document: None if (value := check(document)) is _DECLINED else value
 
 
-def _nullable(field: serializers.Field) -> bool:
-    return field.allow_null or isinstance(field, NullPassedOn)
-
-
-def _check(field: serializers.Field) -> Callable[[Any], Any]:
-    """The check of a field's non-null value: the validated value, or _DECLINED."""
+def _check(field: serializers.Field) -> tuple[bool, Callable[[Any], Any]]:
+    """Whether the field takes null, and the check of its non-null value: the validated value,
+    or _DECLINED."""
     kind = _kind(field, _CHECKS, mixins=(NullPassedOn,))
-    return _CHECKS[kind](field)
+    return field.allow_null or isinstance(field, NullPassedOn), _CHECKS[kind](field)
 
 
 def _member(value: Any, nullable: bool, check: Callable[[Any], Any]) -> Any:
@@ -156,7 +153,7 @@ def _serializer_check(serializer: serializers.Serializer) -> Callable[[Any], Any
             continue
         if field.default is not empty or field.source_attrs != [name]:
             raise ShapeNotCompiled(f"{type(serializer).__name__}.{name}")
-        fields.append((name, field.required, _nullable(field), _check(field)))
+        fields.append((name, field.required, *_check(field)))
 
     def check(data: Any) -> Any:
         if type(data) is not dict:
@@ -197,7 +194,7 @@ def _integer_check(field: StrictIntegerField) -> Callable[[Any], Any]:
 
 def _container_check(field: BoundedListField | BoundedDictField) -> Callable[[Any], Any]:
     setting, allow_empty, valid = field.limit_setting, field.allow_empty, _validators(field)
-    nullable, check_element = _nullable(field.child), _check(field.child)
+    nullable, check_element = _check(field.child)
     kind = dict if isinstance(field, serializers.DictField) else list
     conditions = isinstance(field, RequirementListField)
 
@@ -309,22 +306,18 @@ def _itself(value: Any) -> Any:
     return value
 
 
-def _element_renderer(field: serializers.Field) -> Callable[[Any], Any]:
-    return _renderer(field) or _itself
-
-
 def _many_renderer(field: serializers.ListSerializer) -> Callable[[Any], list]:
-    render = _element_renderer(field.child)
+    render = _renderer(field.child) or _itself
     return lambda value: [render(item) for item in value]
 
 
 def _list_renderer(field: serializers.ListField) -> Callable[[Any], list]:
-    render = _element_renderer(field.child)
+    render = _renderer(field.child) or _itself
     return lambda value: [None if item is None else render(item) for item in value]
 
 
 def _dict_renderer(field: serializers.DictField) -> Callable[[Any], dict]:
-    render = _element_renderer(field.child)
+    render = _renderer(field.child) or _itself
     return lambda value: {str(key): None if item is None else render(item)
                           for key, item in value.items()}
 
