@@ -128,11 +128,18 @@ class BoundedDictField(_Bounded, serializers.DictField):
         return super().to_internal_value(data)
 
 
-def json_bounds_error(value: Any) -> str | None:
+# DRF turns ints into text, which Python refuses beyond 4300 digits; JSON bodies never hold
+# such ints, and the compiled checks (api.shapes) decline those beyond this.
+HUGE_INT = 10 ** 600
+
+
+def json_bounds_error(value: Any, *, json_only: bool = False) -> str | None:
     """Why a free-form JSON value exceeds the request limits (None when it does not): a list
     or object with more than MAX_LIST_LENGTH elements, a string or key longer than
-    MAX_STRING_LENGTH, or containers nested deeper than MAX_JSON_DEPTH. Iterative, so that
-    deep nesting cannot exhaust the stack."""
+    MAX_STRING_LENGTH, or containers nested deeper than MAX_JSON_DEPTH. With `json_only`, also
+    anything JSON cannot hold (a tuple, a non-string key, an int beyond HUGE_INT), which the
+    compiled checks (api.shapes) decline. Iterative, so that deep nesting cannot exhaust the
+    stack."""
     max_items, max_chars = settings.MAX_LIST_LENGTH, settings.MAX_STRING_LENGTH
     max_depth = settings.MAX_JSON_DEPTH
     pending: list[tuple[Any, str, int]] = [(value, "", 1)]
@@ -142,6 +149,9 @@ def json_bounds_error(value: Any) -> str | None:
         if isinstance(item, str) and len(item) > max_chars:
             return f"Ensure no string has more than {max_chars} characters{at}."
         if not isinstance(item, (list, dict)):
+            if json_only and not (item is None or type(item) in (str, bool, float) or (
+                    type(item) is int and -HUGE_INT < item < HUGE_INT)):
+                return "Not JSON."
             continue
         if depth > max_depth:
             return f"Ensure lists and objects are nested at most {max_depth} levels deep{at}."
@@ -152,6 +162,8 @@ def json_bounds_error(value: Any) -> str | None:
                            for index, child in reversed(list(enumerate(item))))
             continue
         for key in item:
+            if json_only and type(key) is not str:
+                return "Not JSON."
             if len(key) > max_chars:
                 return f"Ensure no key has more than {max_chars} characters{at}."
         pending.extend((child, f"{where}.{key}" if where else key, depth + 1)

@@ -12,9 +12,8 @@ from api.schema import body_required, error_responses
 from conventions.exceptions import InvalidParameter
 from conventions.uuids import parse_uuid
 from subscriptions import openapi_examples as examples
-from subscriptions.request_check import checked_subscribe_request
 from subscriptions.requests import parse_subscribe_request
-from subscriptions.serializers import SubscribeSerializer
+from subscriptions.serializers import SubscribeSerializer, checked_subscribe_request
 from subscriptions.services.subscribing import subscription_delete, subscription_upsert
 
 TAG = ["Orchestration"]

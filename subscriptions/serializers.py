@@ -10,6 +10,7 @@ from api.fields import (
 )
 from api.name_fields import SystemNameField, any_case_pattern
 from api.schema import BLANK_REFUSED, required_not_null
+from api.shapes import compile_check
 from orchestration.history.job_serializers import OrchestrationJobSerializer
 from orchestration.pull.serializers import MAX_SECONDS, OrchestrationRequestSerializer
 from subscriptions.models import Subscription
@@ -37,6 +38,10 @@ class SubscribeSerializer(serializers.Serializer):
                                          help_text="Seconds; absent: until unsubscribed.")
     targetSystemName = StrictCharField(required=False, allow_null=True,
                                        help_text="When given, must be the requester.")
+
+
+# The subscribe body's type check, compiled from the serializer (api.shapes).
+checked_subscribe_request = compile_check(SubscribeSerializer)
 
 
 class NotifyInterfaceResponseSerializer(serializers.Serializer):

@@ -1,5 +1,5 @@
-"""Generated request bodies for the property tests of the precompiled body checks
-(orchestration/pull/body_check.py, subscriptions/request_check.py): values biased towards the
+"""Generated request bodies for the property tests of the body checks compiled from the
+serializers (api.shapes): values biased towards the
 request shapes and towards the limits, which SMALL_LIMITS makes small enough to be crossed."""
 from collections.abc import Mapping
 from typing import Any

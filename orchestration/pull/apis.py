@@ -9,12 +9,12 @@ from api.request_data import validated_body
 from api.schema import error_responses, null_body_is_absent
 from observability.metrics import pull_answered, pull_refused
 from orchestration import openapi_examples as examples
-from orchestration.pull.body_check import checked_orchestration_request
 from orchestration.pull.normalization import parse_orchestration_request, parsed_request
 from orchestration.pull.response_data import orchestration_response_data
 from orchestration.pull.serializers import (
     OrchestrationRequestSerializer,
     OrchestrationResponseSerializer,
+    checked_orchestration_request,
 )
 from orchestration.pull.services import orchestration_pull
 from orchestration.pull.types import OrchestrationRequest
@@ -22,8 +22,8 @@ from orchestration.pull.types import OrchestrationRequest
 
 def request_from_body(data) -> OrchestrationRequest:
     """Type-check and parse an orchestration request body (absent body = empty request): the
-    usual well-typed body by the precompiled check (orchestration.pull.body_check), anything
-    else by the serializer, which answers with its messages."""
+    usual well-typed body by the check compiled from the serializer, anything else by the
+    serializer, which answers with its messages."""
     return parse_orchestration_request(validated_body(
         data, check=checked_orchestration_request, serializer=OrchestrationRequestSerializer))
 

@@ -1,8 +1,6 @@
 """Wire shapes of the orchestration interface (SPEC §5). The two misspelled result fields
 `serviceDefinitition` and `cloudIdentitifer` are part of the Arrowhead wire format (SPEC §1):
 they live here, once."""
-from collections import OrderedDict
-
 from django.conf import settings
 from rest_framework import serializers
 
@@ -23,6 +21,7 @@ from api.name_fields import (
     any_case_pattern,
 )
 from api.schema import runtime_schema
+from api.shapes import NoneLeftOut, compile_check
 from orchestration.pull.normalization import FLAG_VALUES
 from orchestration.pull.services import MAX_LATENCY_DIGITS, QOS_MAX_LATENCY
 from store.addresses import ADDRESS_TYPES
@@ -105,6 +104,10 @@ class OrchestrationRequestSerializer(serializers.Serializer):
     exclusivityDuration = optional_positive_integer(maximum=MAX_SECONDS, help_text="Seconds.")
 
 
+# The pull body's type check, compiled from the serializer (api.shapes).
+checked_orchestration_request = compile_check(OrchestrationRequestSerializer)
+
+
 class TokenSerializer(serializers.Serializer):
     tokenType = serializers.CharField()
     targetType = serializers.CharField()
@@ -121,7 +124,8 @@ class InterfaceResultSerializer(serializers.Serializer):
     properties = serializers.JSONField()
 
 
-class OrchestrationResultEntrySerializer(serializers.Serializer):
+class OrchestrationResultEntrySerializer(NoneLeftOut, serializers.Serializer):
+    # Absent values are left out (SPEC §5): NoneLeftOut.
     serviceInstanceId = InstanceIdField(source="service_instance_id")
     cloudIdentitifer = serializers.SerializerMethodField()  # sic, SPEC §1
     providerName = SystemNameField(source="provider")
@@ -138,18 +142,10 @@ class OrchestrationResultEntrySerializer(serializers.Serializer):
     def get_cloudIdentitifer(self, entry) -> str:  # noqa: N802 (wire name)
         return "LOCAL"
 
-    def to_representation(self, instance) -> OrderedDict:
-        """Absent values are left out (SPEC §5)."""
-        data = super().to_representation(instance)
-        return OrderedDict((key, value) for key, value in data.items() if value is not None)
 
-
-# The pull/push answer as the OpenAPI schema documents it: drf-spectacular reads this
-# serializer and the nested ones above. At run time the answer is rendered without DRF by
-# orchestration.pull.response_data.orchestration_response_data, which gives exactly this
-# serializer's data (tested equal, rendered byte for byte, in
-# tests/orchestration/test_response_data.py): a change here must be made there too. A comment,
-# not a docstring: drf-spectacular would publish a docstring as the schema's description.
+# The pull/push answer: the OpenAPI schema reads it, and the renderer of the answer is compiled
+# from it (orchestration.pull.response_data). A comment, not a docstring: drf-spectacular would
+# publish a docstring as the schema's description.
 class OrchestrationResponseSerializer(serializers.Serializer):
     results = OrchestrationResultEntrySerializer(many=True)
     warnings = serializers.ListField(

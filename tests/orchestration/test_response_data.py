@@ -1,16 +1,24 @@
-"""orchestration.pull.response_data renders a result exactly as OrchestrationResponseSerializer,
-which stays as the OpenAPI description of the answer: the same data, the same key order, the
-same bytes once rendered."""
+"""orchestration.pull.response_data, the renderer compiled from OrchestrationResponseSerializer
+(api.shapes), renders a result exactly as the serializer: the same data, the same key order, the
+same bytes once rendered; a field added to a serializer is rendered too, or the renderer does not
+compile."""
 import datetime as dt
 import json
 import zoneinfo
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rest_framework import serializers
 
 from api.json_media import JSONRenderer
+from api.shapes import ShapeNotCompiled, compile_renderer
 from orchestration.pull.response_data import orchestration_response_data
-from orchestration.pull.serializers import OrchestrationResponseSerializer
+from orchestration.pull.serializers import (
+    InterfaceResultSerializer,
+    OrchestrationResponseSerializer,
+    OrchestrationResultEntrySerializer,
+)
 from orchestration.pull.types import OrchestrationResult, OrchestrationResultEntry
 
 UTC = dt.timezone.utc
@@ -163,3 +171,46 @@ class DateTimeTests:
         assert _one(entry)["authorizationTokens"]["P"]["op"]["expiresAt"] == (
             "2025-11-08T12:00:00.5Z")
         assert _one(entry) == _serialized(OrchestrationResult([entry], []))["results"][0]
+
+
+class _Interface(InterfaceResultSerializer):
+    """The serializers with fields added."""
+    port = serializers.IntegerField(required=False)
+    note = serializers.CharField(allow_null=True)
+
+
+class _Entry(OrchestrationResultEntrySerializer):
+    interfaces = _Interface(many=True, required=False)
+    zones = serializers.ListField(child=serializers.DateTimeField(), source="metadata",
+                                  required=False)
+
+
+class _Response(OrchestrationResponseSerializer):
+    results = _Entry(many=True)
+
+
+class AddedFieldTests:
+    @pytest.mark.parametrize("interface", [
+        {"templateName": "t", "protocol": "p", "policy": "NONE", "properties": {}, "port": 80},
+        {"templateName": "t", "protocol": "p", "policy": "NONE", "properties": {}, "note": 5},
+    ])
+    def test_it_renders_a_field_added_to_a_serializer(self, interface):
+        result = OrchestrationResult([_entry(interfaces=[interface], metadata=[NOON, None])],
+                                     ["w"])
+        data = compile_renderer(_Response)(result)
+        assert _rendered(data) == _rendered(_Response(result).data)
+        assert data == _Response(result).data
+
+    @pytest.mark.parametrize("added", [
+        {"zone": serializers.ChoiceField(choices=["a"])},  # a kind not compiled
+        {"zone": serializers.CharField(default="x")},
+        {"zone": serializers.CharField(source="a.b")},
+        {"zone": serializers.DateTimeField(format="%Y")},
+        {"to_representation": lambda self, instance: {}},
+    ])
+    def test_it_refuses_to_compile_what_it_does_not_understand(self, added):
+        added_entry = type("Added", (OrchestrationResultEntrySerializer,), added)
+        response = type("Response", (OrchestrationResponseSerializer,),
+                        {"results": added_entry(many=True)})
+        with pytest.raises(ShapeNotCompiled):
+            compile_renderer(response)
