@@ -130,7 +130,8 @@ def ensure_programs(private: list[Service]) -> None:
     if not packages:
         return
     if not can_install():
-        servers = [p for p in packages if p not in ("mosquitto", "mosquitto-clients")]
+        servers = [p for p in packages
+                   if p not in ("mosquitto", "mosquitto-clients", "nginx-light")]
         instead = (" (or start the servers of compose.test.yaml: docker compose -f "
                    "compose.test.yaml up -d)" if servers else "")
         raise Stop(f"missing packages {' '.join(packages)}: install them (as root: apt-get "
