@@ -2,6 +2,9 @@
 # runs web, worker, beat and the MQTT interface from it.
 FROM python:3.11-slim
 WORKDIR /app
+# nginx in front of gunicorn (config/front.py): slow clients, limits, TLS.
+RUN apt-get update && apt-get install -y --no-install-recommends nginx-light \
+    && rm -rf /var/lib/apt/lists/*
 COPY requirements.txt ./
 RUN pip install --no-cache-dir -r requirements.txt
 COPY . .

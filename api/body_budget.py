@@ -1,8 +1,7 @@
-"""The bytes of request bodies one process holds in flight, out of a fixed budget (issue 29,
-item 4; docs/limits.md). The web worker (config.workers) reserves a body's declared length
-before reading it, and a chunked body's bytes as they arrive; the MQTT interface
-(mqtt_api.server) a request's payload while it waits and is answered. A reservation that does
-not fit is refused: the request is answered 503 at once, before its body is read.
+"""The bytes of requests one MQTT interface process (mqtt_api.server) holds in flight, out of a
+fixed budget (issue 29, item 4; docs/limits.md): a request's payload is reserved while it waits
+and is answered; one that does not fit is answered 503 at once. (The web process needs none:
+nginx holds bodies in flight, on disk beyond 128 KiB; docs/decisions.md.)
 
 When a burst is over (nothing held any more after more than TRIM_AFTER_BYTES were held), the
 process gives its free heap back to the operating system: CPython hands large buffers (a body

@@ -174,10 +174,7 @@ def _server_limit_meanings() -> dict[str, str]:
                f"({settings.SERVER_LIMIT_REQUEST_FIELDS}) or one longer than "
                f"SERVER_LIMIT_REQUEST_FIELD_SIZE ({settings.SERVER_LIMIT_REQUEST_FIELD_SIZE} "
                f"bytes); answered by the HTTP server, `origin` `HTTP` (INVALID_PARAMETER)",
-        "503": f"The process holds REQUEST_BODY_BUDGET_BYTES "
-               f"({settings.REQUEST_BODY_BUDGET_BYTES} bytes) of request bodies already, "
-               f"refused with `Retry-After` before the body is read (api.body_budget), or "
-               f"the database is unavailable; retry (EXTERNAL_SERVER_ERROR)",
+        "503": "The database is unavailable; retry (EXTERNAL_SERVER_ERROR)",
     }
 
 
@@ -186,8 +183,8 @@ ERROR_RESPONSE_REF = "#/components/schemas/ErrorResponse"
 
 def postprocess_server_limits(result: dict, generator, request, public) -> dict:
     """drf-spectacular hook: every operation documents the refusals that the HTTP server
-    (config.workers) and the request guard (api.request_guard) make before any view, whatever
-    the operation: 413, 414 and 431, and 503 (the body budget, the database away), in the error
+    (nginx, config/front.py) and the request guard (api.request_guard) make before any view,
+    whatever the operation: 413, 414 and 431, and 503 (the database away), in the error
     envelope; an operation's own meaning of a status is kept in front. One place, so that no
     operation can lack them."""
     meanings = _server_limit_meanings()

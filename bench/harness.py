@@ -57,8 +57,9 @@ def server_environment(database_url: str, **extra: str) -> dict[str, str]:
 
 @contextlib.contextmanager
 def running_server(environment: dict[str, str], log_path: Path):
-    """Migrate, then serve with gunicorn as `make run` does until the block ends; yields the
-    gunicorn master process (its port is environment["PORT"])."""
+    """Migrate, then serve as `make run` does (nginx in front of gunicorn, config/front.py)
+    until the block ends; yields the gunicorn master process (nginx's port is
+    environment["PORT"])."""
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
                    cwd=ROOT, env=environment, check=True)
     with open(log_path, "w") as log:

@@ -1,27 +1,32 @@
 """gunicorn configuration (`gunicorn --config python:config.gunicorn config.wsgi`), taken from
-the Django settings (HOST, PORT, WEB_CONCURRENCY) so that the service has one source of
-configuration."""
+the Django settings so that the service has one source of configuration. gunicorn's stock
+threaded worker listens on a Unix socket behind nginx, which the master runs on HOST:PORT
+(config/front.py; docs/performance.md says why)."""
 import os
+import signal
 import sys
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 from django.conf import settings  # noqa: E402
 
-from config import processes  # noqa: E402
+from config import front, processes  # noqa: E402
 
-bind = [f"{settings.HOST}:{settings.PORT}"]
-# Threaded workers with read deadlines: slow clients cannot hold the server (docs/performance.md).
-worker_class = "config.workers.ServiceWorker"
+bind = [f"unix:{front.socket_path()}"]
+worker_class = "gthread"
 workers = settings.WEB_CONCURRENCY
 threads = settings.WEB_THREADS
 worker_connections = settings.SERVER_MAX_CONNECTIONS
-keepalive = settings.SERVER_KEEPALIVE_SECONDS
+# Connections come from nginx, which keeps them open for 60 s (deploy/nginx.conf): longer here.
+keepalive = 75
 graceful_timeout = settings.SERVER_GRACEFUL_TIMEOUT_SECONDS
-limit_request_line = settings.SERVER_LIMIT_REQUEST_LINE
-limit_request_fields = settings.SERVER_LIMIT_REQUEST_FIELDS
-limit_request_field_size = settings.SERVER_LIMIT_REQUEST_FIELD_SIZE
+# nginx applies the request limits; the field count is the request guard's (api.request_guard).
+limit_request_line = 0
+limit_request_fields = 32768
+limit_request_field_size = 0
 accesslog = "-"
+# The client's address, from nginx (gunicorn's own peer is nginx, on a Unix socket).
+access_log_format = '%({x-forwarded-for}i)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"'
 if settings.LOG_FORMAT == "json":  # gunicorn's own lines (start, workers, access) as JSON too
     logconfig_dict = {
         "version": 1,
@@ -44,23 +49,16 @@ if settings.LOG_FORMAT == "json":  # gunicorn's own lines (start, workers, acces
 # services on one host would take it from each other, and nothing here uses it.
 control_socket_disable = True
 
-if settings.TLS_CERT_FILE:  # generic_https
-    import ssl
-
-    certfile, keyfile = settings.TLS_CERT_FILE, settings.TLS_KEY_FILE
-    if settings.TLS_CA_FILE:
-        # Ask for a client certificate and verify it against the CA; a client without one
-        # still gets an HTTP answer (echo, or 401 under the certificate policy).
-        ca_certs = settings.TLS_CA_FILE
-        cert_reqs = ssl.CERT_OPTIONAL
+_front: front.Front | None = None
 
 
 def on_starting(server) -> None:
-    """In the master, before it binds anything: the TLS files must be readable; the identity
-    policy must fit the addresses it will listen on, `--bind` included (identity/exposure.py),
-    and is named in the log; the metrics of the previous run's processes go
+    """In the master, before it binds anything: the TLS files must be readable and nginx's
+    configuration valid (config/front.py); the identity policy must fit HOST, where nginx
+    listens, gunicorn only this machine, `--bind` included (identity/exposure.py), and is named
+    in the log; the metrics of the previous run's processes go
     (observability/metrics_files.py)."""
-    from identity.exposure import declared_refusal, policy_record
+    from identity.exposure import declared_refusal, policy_record, proxied_refusal
 
     for name in ("TLS_CERT_FILE", "TLS_KEY_FILE", "TLS_CA_FILE"):
         # e.g. compose's ./certs left empty: say which file, not a traceback from the socket.
@@ -69,12 +67,14 @@ def on_starting(server) -> None:
                              "(HTTPS; docs/operations.md, Secure production setup)")
             sys.exit(1)
     for address in server.cfg.address:
-        shown, host = _listening(address)
-        if refusal := declared_refusal(shown, host):
+        if refusal := proxied_refusal(*_listening(address)):
             server.log.error(refusal)
             sys.exit(1)
-        level, line = policy_record(shown, host)
-        server.log.log(level, line)
+    shown, host = _listening((settings.HOST, settings.PORT))
+    if refusal := declared_refusal(shown, host) or front.check():
+        server.log.error(refusal)
+        sys.exit(1)
+    server.log.log(*policy_record(shown, host))
     if settings.METRICS_DIR:
         from observability.metrics_files import metrics_files_prune
 
@@ -114,12 +114,22 @@ def worker_exit(server, worker) -> None:
 
 
 def when_ready(server) -> None:
-    """In the master, once: register in the ServiceRegistry in a background thread (nothing
-    without SERVICE_REGISTRY_URL; docs/local-cloud.md; config/processes.py)."""
+    """In the master, once: start nginx (the master stops when nginx does); register in the
+    ServiceRegistry in a background thread (nothing without SERVICE_REGISTRY_URL;
+    docs/local-cloud.md; config/processes.py)."""
+    global _front
+
+    def nginx_ended() -> None:
+        server.log.error("nginx stopped; stopping")
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    _front = front.Front(nginx_ended)
     processes.web_master_start(server)
 
 
 def on_exit(server) -> None:
     """In the master, after the workers stopped (SIGTERM, SIGINT): revoke what was registered,
-    within SERVICE_REGISTRY_REVOKE_SECONDS."""
+    within SERVICE_REGISTRY_REVOKE_SECONDS; stop nginx."""
     processes.web_master_stop()
+    if _front is not None:
+        _front.stop()

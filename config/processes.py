@@ -58,7 +58,7 @@ MQTT_API_WORKERS = Started(
 
 # The gunicorn master: once, however many workers serve.
 WEB_MASTER: tuple[Started, ...] = (REGISTRATION,)
-# Each gunicorn worker (besides gunicorn's own WEB_THREADS request threads, config/workers.py).
+# Each gunicorn worker (besides gunicorn's own WEB_THREADS request threads).
 WEB_WORKER: tuple[Started, ...] = (IN_PROCESS_BEAT, PULL_SNAPSHOT)
 # Each Celery prefork child: subscription previews are answered from the snapshot.
 WORKER: tuple[Started, ...] = (PULL_SNAPSHOT,)

@@ -176,7 +176,8 @@ SERVE_STATIC = env.bool("SERVE_STATIC", default=True)
 SYSTEM_NAME = env.str("SYSTEM_NAME", default="SimpleStoreServiceOrchestration")
 HOST = env.str("HOST", default="127.0.0.1")
 PORT = env.int("PORT", default=8465)
-# The HTTP server (config.gunicorn, config.workers; docs/operations.md, docs/performance.md):
+# The HTTP server (nginx in front of gunicorn: config/gunicorn.py, config/front.py;
+# docs/operations.md, docs/performance.md):
 # 4 processes of 2 threads, chosen by measurement for pull on 2 cores (issue 14).
 WEB_CONCURRENCY = env_positive_int("WEB_CONCURRENCY", 4)
 WEB_THREADS = env_positive_int("WEB_THREADS", 2)
@@ -188,7 +189,7 @@ SERVER_GRACEFUL_TIMEOUT_SECONDS = env_positive_int("SERVER_GRACEFUL_TIMEOUT_SECO
 SERVER_LIMIT_REQUEST_LINE = env_positive_int("SERVER_LIMIT_REQUEST_LINE", 8190)
 SERVER_LIMIT_REQUEST_FIELDS = env_positive_int("SERVER_LIMIT_REQUEST_FIELDS", 100)
 SERVER_LIMIT_REQUEST_FIELD_SIZE = env_positive_int("SERVER_LIMIT_REQUEST_FIELD_SIZE", 8190)
-# gunicorn would silently use its own maximum instead of a larger value.
+# gunicorn's maxima, kept although nginx applies the limits (unchanged configurations).
 if SERVER_LIMIT_REQUEST_LINE > 8190:
     raise ImproperlyConfigured("SERVER_LIMIT_REQUEST_LINE must be at most 8190 "
                                "(gunicorn's maximum)")
@@ -228,9 +229,9 @@ IDENTITY_DECLARED_ON_NETWORK = env.bool("IDENTITY_DECLARED_ON_NETWORK", default=
 # (no plain listener here, or the proxy's), nor is HSTS preload (docs/decisions.md).
 TLS_PROXY = env.bool("TLS_PROXY", default=False)
 HTTPS_ONLY = bool(TLS_CERT_FILE) or TLS_PROXY
-if TLS_PROXY:
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 if HTTPS_ONLY:
+    # Set by nginx in front (config/front.py), which passes on a TLS_PROXY's.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = 365 * 24 * 3600
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
@@ -258,13 +259,6 @@ MAX_SUBSCRIPTIONS_PER_SYSTEM = env_positive_int("MAX_SUBSCRIPTIONS_PER_SYSTEM", 
 # holds a create of MAX_BULK_SIZE instances of about 2 KB each (docs/decisions.md).
 MAX_REQUEST_BODY_BYTES = env_positive_int("MAX_REQUEST_BODY_BYTES", 2 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES  # Django's own check (admin forms) agrees
-# Request body bytes one web process holds in flight (api.body_budget): past it a new body is
-# answered 503 before it is read. 32 MiB is 16 bodies of the largest size at once per process,
-# 128 MiB over the default 4 processes (docs/limits.md).
-REQUEST_BODY_BUDGET_BYTES = env_positive_int("REQUEST_BODY_BUDGET_BYTES", 32 * 1024 * 1024)
-if REQUEST_BODY_BUDGET_BYTES < MAX_REQUEST_BODY_BYTES:
-    raise ImproperlyConfigured("REQUEST_BODY_BUDGET_BYTES must be at least "
-                               "MAX_REQUEST_BODY_BYTES, or no body of the largest size fits")
 QOS_ENABLED = env.bool("QOS_ENABLED", default=False)
 QOS_PROBE_INTERVAL_SECONDS = env_positive_int("QOS_PROBE_INTERVAL_SECONDS", 30)
 QOS_MEASUREMENT_MAX_AGE_SECONDS = env_positive_int("QOS_MEASUREMENT_MAX_AGE_SECONDS", 120)

@@ -27,8 +27,8 @@ from conventions.exceptions import (
 )
 from conventions.versions import java_split
 from identity.certificates import (
-    CLIENT_CERT_ENVIRON_KEY,
     certificate_identity,
+    request_certificate,
     server_cloud,
 )
 from identity.models import User
@@ -130,10 +130,10 @@ def _valid_name(name: str | None) -> bool:
 
 
 def _certificate(request: Request) -> Requester:
-    """The TLS client certificate, verified by the server (config.workers), identifies the
+    """The TLS client certificate, verified by nginx (config/front.py), identifies the
     system; headers are not looked at."""
     url = request.build_absolute_uri(request.path).rstrip("/")
-    identity = certificate_identity(request.META.get(CLIENT_CERT_ENVIRON_KEY))
+    identity = certificate_identity(request_certificate(request.META))
     if identity is None or not _valid_name(identity.system_name):
         raise AuthError(f"Unauthenticated access attempt: {url}")
     if identity.profile not in ("SYSTEM", "OPERATOR"):

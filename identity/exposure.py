@@ -50,6 +50,16 @@ def declared_refusal(address: str, host: str) -> str | None:
             f"{ALLOW_SETTING}=true if only trusted systems can reach {address} (unsafe)")
 
 
+def proxied_refusal(address: str, host: str) -> str | None:
+    """gunicorn trusts the client certificate nginx passes in a header (identity/certificates.py):
+    it refuses to listen where another host could send that header itself."""
+    if is_loopback(host):
+        return None
+    return (f"Refusing to start: gunicorn on the non-loopback address {address} would trust a "
+            f"client certificate header anyone there can send; it listens behind nginx, on a "
+            f"Unix socket or loopback only (docs/deployment.md)")
+
+
 def policy_record(address: str, host: str) -> tuple[int, str]:
     """The start-up line naming the identity policy in force (and what it trusts), with its
     logging level: a WARNING for declared on a non-loopback address (then only allowed by

@@ -18,7 +18,8 @@ from functools import lru_cache
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-from cryptography.x509.oid import NameOID
+
+from identity.certificates import ssl_decoded
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ def presented_certificate(authentication: str | None, ca_file: str,
         logger.warning("MQTT request refused: certificate %s %s", _common_name(chain[0]),
                        problem)
         raise PresentedCertificateError(INVALID_KEY)
-    return {"subject": tuple(((key, value),) for key, value in _subject(chain[0]))}
+    return ssl_decoded(chain[0])
 
 
 def _certificates(authentication: str) -> list[x509.Certificate]:
@@ -102,15 +103,10 @@ def _is_ca(certificate: x509.Certificate) -> bool:
         return False
 
 
-def _subject(certificate: x509.Certificate) -> list[tuple[str, str]]:
-    """The attributes identity.certificates reads, named as the ssl module names them."""
-    names = {NameOID.COMMON_NAME: "commonName", NameOID.DN_QUALIFIER: "dnQualifier"}
-    return [(names[attribute.oid], str(attribute.value))
-            for attribute in certificate.subject if attribute.oid in names]
-
-
 def _common_name(certificate: x509.Certificate) -> str:
-    return dict(_subject(certificate)).get("commonName", "(no common name)")
+    attributes = [value for ((key, value),) in ssl_decoded(certificate)["subject"]
+                  if key == "commonName"]
+    return attributes[0] if attributes else "(no common name)"
 
 
 def _file_version(path: str) -> tuple[int, int]:

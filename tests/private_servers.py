@@ -37,9 +37,11 @@ START_TIMEOUT_SECONDS = 60
 
 # The Debian/Ubuntu package of each binary the run may need.
 PACKAGES = {"initdb": "postgresql", "postgres": "postgresql", "redis-server": "redis-server",
-            "mosquitto": "mosquitto", "mosquitto_sub": "mosquitto-clients"}
-# Always needed: tests start brokers of their own and the README's listener.
-ALWAYS_NEEDED = ("mosquitto", "mosquitto_sub")
+            "mosquitto": "mosquitto", "mosquitto_sub": "mosquitto-clients",
+            "nginx": "nginx-light"}
+# Always needed: tests start brokers of their own and the README's listener, and the web
+# process's front (nginx, config/front.py).
+ALWAYS_NEEDED = ("mosquitto", "mosquitto_sub", "nginx")
 SERVER_BINARIES = {"PostgreSQL": ("initdb", "postgres"), "Redis": ("redis-server",),
                    "Mosquitto": ("mosquitto",)}
 

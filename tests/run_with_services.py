@@ -7,8 +7,8 @@ For each service:
   server to use; one that cannot be used ends the run at once, naming it.
 - Unset, the default address (the local server's usual port) is used when a server there
   answers, else a private server is started for the run (`tests/private_servers.py`).
-Missing programs (the private servers', and Mosquitto's broker and `mosquitto_sub`, which the
-tests start themselves) are installed from the distribution's packages when running as root on
+Missing programs (the private servers', Mosquitto's broker and `mosquitto_sub`, which the
+tests start themselves, and nginx, which the web process runs in front of gunicorn) are installed from the distribution's packages when running as root on
 Debian or Ubuntu; otherwise the run stops at once with one line naming the packages.
 
 The private servers are stopped, and their folder removed, when the command ends, also when it
@@ -130,7 +130,8 @@ def ensure_programs(private: list[Service]) -> None:
     if not packages:
         return
     if not can_install():
-        servers = [p for p in packages if p not in ("mosquitto", "mosquitto-clients")]
+        servers = [p for p in packages
+                   if p not in ("mosquitto", "mosquitto-clients", "nginx-light")]
         instead = (" (or start the servers of compose.test.yaml: docker compose -f "
                    "compose.test.yaml up -d)" if servers else "")
         raise Stop(f"missing packages {' '.join(packages)}: install them (as root: apt-get "

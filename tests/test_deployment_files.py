@@ -183,6 +183,10 @@ class DockerfileTests:
         # On all addresses, so not with the declared policy (issue 29, item 3).
         assert image_environment() == {"HOST": "0.0.0.0", "AUTHENTICATION_POLICY": "token"}
 
+    def test_it_installs_nginx_which_the_web_process_runs_in_front(self):
+        assert ("apt-get", "install", "-y", "--no-install-recommends", "nginx-light") \
+            in image_steps()
+
     def test_the_build_leaves_local_state_out(self):
         ignored = (ROOT / ".dockerignore").read_text().split()
         assert {".git", ".venv", "var", ".env", "certs"} <= set(ignored)

@@ -2,6 +2,7 @@
 (issue 30; README "Layout"). Every import counts, those inside functions included: a cycle
 hidden in a function body still ties two modules together."""
 import ast
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -134,3 +135,65 @@ def test_cycles_are_found():
     # The check itself: a cycle of three among unrelated nodes, and none in a chain.
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_uses(path: Path) -> list[str]:
+    """Uses of a third-party package's private names in `path` (issue 31, item 5: nothing
+    beneath a dependency's public API): `from <package> import _name`, a private module in
+    the path (`<package>._module`), `<imported name>._name`; and, by text, gunicorn's worker
+    internals and hand libpq use."""
+    ours = {module.split(".")[0] for module in product_modules()} | NOT_PRODUCT
+    local = set(sys.stdlib_module_names) | ours
+
+    def third_party(module: str) -> bool:
+        return bool(module) and module.split(".")[0] not in local
+
+    text = path.read_text()
+    found = [needle for needle in ("TConn", "_DEFER", "pgconn.exec_", "from psycopg import pq")
+             if needle in text]
+    imported = set()
+    for node in ast.walk(ast.parse(text, str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if third_party(alias.name):
+                    imported.add(alias.asname or alias.name.split(".")[0])
+                    found += [alias.name] * any(map(_is_private, alias.name.split(".")))
+        elif isinstance(node, ast.ImportFrom) and not node.level and third_party(node.module):
+            if any(map(_is_private, node.module.split("."))):
+                found.append(node.module)
+            for alias in node.names:
+                imported.add(alias.asname or alias.name)
+                if _is_private(alias.name):
+                    found.append(f"{node.module}.{alias.name}")
+    for node in ast.walk(ast.parse(text, str(path))):
+        if isinstance(node, ast.Attribute) and _is_private(node.attr):
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in imported:
+                found.append(ast.unparse(node))
+    return found
+
+
+def test_no_product_module_uses_a_dependencys_private_names():
+    uses = {}
+    for path in product_modules().values():
+        relative = path.relative_to(ROOT).as_posix()
+        if found := private_uses(path):
+            uses[relative] = found
+    assert not uses
+
+
+def test_the_private_names_check_finds_what_it_looks_for(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("from gunicorn.workers.gthread import _DEFER, TConn\n"
+                      "from psycopg import pq\nimport gunicorn.util\n"
+                      "from django.utils._os import safe_join\n"
+                      "x = gunicorn.util._private\n")
+    assert private_uses(sample) == [
+        "TConn", "_DEFER", "from psycopg import pq", "gunicorn.workers.gthread._DEFER",
+        "django.utils._os", "gunicorn.util._private"]

@@ -71,11 +71,9 @@ def test_every_operation_documents_the_refusals_before_any_view(api, settings):
     answers it on every path), 414 (request line over SERVER_LIMIT_REQUEST_LINE) and 431
     (header limits), both answered by the HTTP server: on every operation, in the error
     envelope, with the limits of the running configuration (issue 29: 413 and 414 were
-    undocumented on operations without body, ST103); and 503, the body budget and the database
-    away."""
+    undocumented on operations without body, ST103); and 503, the database away."""
     settings.MAX_REQUEST_BODY_BYTES, settings.SERVER_LIMIT_REQUEST_LINE = 1234, 567
     settings.SERVER_LIMIT_REQUEST_FIELDS, settings.SERVER_LIMIT_REQUEST_FIELD_SIZE = 89, 321
-    settings.REQUEST_BODY_BUDGET_BYTES = 98765
     operations = list(_operations(_schema(api)))
     assert len(operations) > 20
     for method, path, operation in operations:
@@ -84,10 +82,9 @@ def test_every_operation_documents_the_refusals_before_any_view(api, settings):
                                ("414", ["SERVER_LIMIT_REQUEST_LINE (567 bytes)"]),
                                ("431", ["SERVER_LIMIT_REQUEST_FIELDS (89)",
                                         "SERVER_LIMIT_REQUEST_FIELD_SIZE (321 bytes)"]),
-                               # The body budget (issue 29, item 4), after the operation's own
-                               # 503 where it has one (a system it depends on).
-                               ("503", ["REQUEST_BODY_BUDGET_BYTES (98765 bytes)",
-                                        "database is unavailable"])):
+                               # After the operation's own 503 where it has one (a system it
+                               # depends on).
+                               ("503", ["database is unavailable"])):
             assert status in responses, (method, path, status)
             content = responses[status]["content"]["application/json"]["schema"]
             assert content == {"$ref": "#/components/schemas/ErrorResponse"}, (method, path)

@@ -1,5 +1,6 @@
-"""The real production server (gunicorn, `config.gunicorn`) in a subprocess on loopback,
-working on the test database, for tests that need real TLS handshakes."""
+"""The real production server (`config.gunicorn`: nginx on loopback in front of gunicorn,
+config/front.py) in a subprocess, working on the test database, for tests that need real
+sockets and TLS handshakes."""
 import os
 import signal
 import socket

@@ -143,7 +143,7 @@ class RealServerBodyLimitTests:
         b"zz\r\n",                                  # a chunk size that is not hex
         b"-2\r\n",                                  # a negative chunk size
         b"2\r\n{}XX",                               # a chunk without its CRLF
-        b"2\r\n{}\r\n0\r\nBad Trailer\r\n\r\n",   # a trailer that is no header
+        # (nginx discards trailers unread: a malformed one is no error.)
     ])
     @pytest.mark.parametrize("path", [PULL, "/serviceorchestration/monitor/echo"])
     def test_it_answers_a_malformed_chunked_body_with_400(self, small_limit_server, framing,

@@ -1,7 +1,6 @@
-"""HTTP/1.1 pipelining against the real server (`make run`'s gunicorn configuration): requests
-a client sends one after the other on a kept-alive connection, without waiting for the answers,
-are all answered, in order. The worker gathers requests from the poller (config.workers), so
-the requests that arrived behind the first must be served from what was already read."""
+"""HTTP/1.1 pipelining against the real server (`make run`'s nginx in front of gunicorn):
+requests a client sends one after the other on a kept-alive connection, without waiting for the
+answers, are all answered, in order."""
 import http.client
 import io
 import json

@@ -12,16 +12,9 @@ from tests.startup import assert_start_refused
     ("SERVER_LIMIT_REQUEST_LINE", "9000"),
     ("SERVER_LIMIT_REQUEST_FIELDS", "40000"),
     ("SERVER_MAX_CONNECTIONS", "none"),
-    ("REQUEST_BODY_BUDGET_BYTES", "0"),
 ])
 def test_an_invalid_server_setting_stops_the_start(name, value):
     assert_start_refused(name, code="import config.gunicorn", **{name: value})
-
-
-def test_a_body_budget_smaller_than_the_largest_body_stops_the_start():
-    assert_start_refused("REQUEST_BODY_BUDGET_BYTES must be at least MAX_REQUEST_BODY_BYTES",
-                         code="import config.gunicorn", REQUEST_BODY_BUDGET_BYTES="1048576",
-                         MAX_REQUEST_BODY_BYTES="2097152")
 
 
 def test_an_mqtt_budget_smaller_than_the_largest_request_stops_the_interface():

@@ -4,6 +4,7 @@ import http.client
 import io
 import json
 import ssl
+from urllib.parse import quote
 
 import pytest
 from django.core.management import call_command
@@ -133,12 +134,21 @@ class CertificatePolicyTests:
             "FORBIDDEN", f"Unauthorized access: https://127.0.0.1:{certificate_server}{PULL}, "
                          "from foreign cloud"))
 
-    def test_it_refuses_an_untrusted_certificate_during_the_handshake(self, certificates,
-                                                                       certificate_server):
+    def test_it_refuses_an_untrusted_certificate_with_401(self, certificates,
+                                                          certificate_server):
+        """nginx verifies the certificate after the handshake and answers (deploy/nginx.conf)."""
         directory, untrusted = certificates
         tls = context(untrusted, "Impostor", ca_directory=directory)
-        with pytest.raises((ssl.SSLError, ConnectionResetError, BrokenPipeError)):
-            call(certificate_server, tls, "POST", PULL, {})
+        status, body = call(certificate_server, tls, "POST", PULL, {})
+        assert (status, json.loads(body)["exceptionType"]) == (401, "AUTH")
+
+    def test_a_client_cannot_pass_a_certificate_in_the_header_nginx_sets(self, certificates,
+                                                                        certificate_server):
+        directory, _ = certificates
+        pem = quote((directory / "consumer-a.pem").read_text(), safe="")
+        status, body = call(certificate_server, context(directory), "POST", PULL, {},
+                            {"X-Client-Certificate": pem})
+        assert (status, json.loads(body)["exceptionType"]) == (401, "AUTH")
 
     def test_it_answers_echo_over_https_without_certificate(self, certificates,
                                                             certificate_server):
@@ -156,6 +166,8 @@ class HttpsServingTests:
 
     def test_it_refuses_plain_http_on_the_tls_port(self, declared_tls_server):
         connection = http.client.HTTPConnection("127.0.0.1", declared_tls_server, timeout=5)
-        with pytest.raises((http.client.HTTPException, ConnectionError)):
-            connection.request("GET", ECHO)
-            connection.getresponse()
+        connection.request("GET", ECHO)
+        response = connection.getresponse()
+        assert response.status == 400
+        assert json.loads(response.read())["errorMessage"] == (
+            "Bad Request: plain HTTP sent to the HTTPS port")

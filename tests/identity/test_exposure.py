@@ -2,7 +2,7 @@
 29, item 3): only addresses that never leave this machine. Nothing here connects anywhere."""
 import pytest
 
-from identity.exposure import declared_refusal, is_loopback
+from identity.exposure import declared_refusal, is_loopback, proxied_refusal
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.8.9.10", "::1", "[::1]", "localhost",
@@ -27,3 +27,10 @@ class DeclaredRefusalTests:
         assert declared_refusal("10.0.0.5:8465", "10.0.0.5") is None
         settings.AUTHENTICATION_POLICY, settings.IDENTITY_DECLARED_ON_NETWORK = "token", False
         assert declared_refusal("10.0.0.5:8465", "10.0.0.5") is None
+
+
+def test_gunicorn_behind_nginx_listens_on_this_machine_only():
+    """It trusts the client certificate header nginx sets (identity/certificates.py)."""
+    assert proxied_refusal("unix:/x/gunicorn.sock", "localhost") is None
+    assert proxied_refusal("127.0.0.1:9000", "127.0.0.1") is None
+    assert "non-loopback address 0.0.0.0:9000" in proxied_refusal("0.0.0.0:9000", "0.0.0.0")
