@@ -14,7 +14,7 @@ TEST_DATABASE_URL ?=
 TEST_CELERY_BROKER_URL ?=
 TEST_MQTT_BROKER_URL ?=
 
-.PHONY: run test worker worker-main worker-http beat mqtt-api install clean bench screenshots mutation
+.PHONY: nginx run test worker worker-main worker-http beat mqtt-api install clean bench screenshots mutation
 
 $(VENV)/.installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,7 +27,17 @@ $(VENV)/.installed-test: requirements-test.txt $(VENV)/.installed
 
 install: $(VENV)/.installed
 
-run: $(VENV)/.installed
+# The web process runs nginx in front of gunicorn (config/front.py). On a fresh Debian or Ubuntu
+# machine run as root, `make run` installs it (nginx-light) when missing, as `make test` does.
+NGINX_FOUND := PATH="$$PATH:/usr/sbin:/usr/local/sbin" command -v nginx >/dev/null
+
+nginx:
+	@$(NGINX_FOUND) || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		echo "make run: installing nginx-light (apt-get)" && apt-get update -q >/dev/null && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+		nginx-light >/dev/null; } || true
+
+run: $(VENV)/.installed nginx
 	$(PY) manage.py ensure_database
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput --verbosity 0
