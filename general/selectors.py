@@ -15,8 +15,8 @@ from general.severities import minimum_rank
 # Default entryDate DESC, ties by logId.
 SORT_COLUMNS = {"logId": "id", "entryDate": "entry_date", "logger": "logger",
                 "logLevel": "level"}
-DEFAULT_SORT_FIELD = "entryDate"
-DEFAULT_DIRECTION = "DESC"
+SORTING = {"sort_fields": list(SORT_COLUMNS), "default_sort_field": "entryDate",
+           "default_direction": "DESC"}
 
 
 @dataclass(frozen=True)

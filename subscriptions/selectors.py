@@ -19,8 +19,8 @@ SORT_COLUMNS = {
     "serviceDefinition": "service_definition",
     "createdAt": "created_at",
 }
-DEFAULT_SORT_FIELD = "createdAt"
-DEFAULT_DIRECTION = "DESC"
+SORTING = {"sort_fields": list(SORT_COLUMNS), "default_sort_field": "createdAt",
+           "default_direction": "DESC"}
 
 
 @dataclass(frozen=True)

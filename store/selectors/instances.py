@@ -24,7 +24,7 @@ SORT_COLUMNS = {
     "createdAt": "created_at",
     "updatedAt": "updated_at",
 }
-DEFAULT_SORT_FIELD = "instanceId"
+SORTING = {"sort_fields": list(SORT_COLUMNS), "default_sort_field": "instanceId"}
 ALIVE_FORMAT = ("Alive time has an invalid time format, UTC string expected "
                 "(example: 2024-10-11T14:30:00Z)")
 

@@ -22,7 +22,7 @@ SORT_COLUMNS = {
     "createdAt": "created_at",
     "updatedAt": "updated_at",
 }
-DEFAULT_SORT_FIELD = "createdAt"
+SORTING = {"sort_fields": list(SORT_COLUMNS), "default_sort_field": "createdAt"}
 
 
 @dataclass(frozen=True)
