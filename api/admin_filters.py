@@ -27,3 +27,10 @@ class NameInputFilter(admin.SimpleListFilter):
                             if key not in (self.parameter_name, "p")
                             for value in values],
         }
+
+
+def name_filter(field: str, normalize: Callable[[str], str | None]) -> type[NameInputFilter]:
+    """The NameInputFilter of one column, titled by it, for names `normalize` normalizes."""
+    return type(f"{field}_filter", (NameInputFilter,), {
+        "title": field.replace("_", " "), "parameter_name": field, "field": field,
+        "normalize": staticmethod(normalize)})

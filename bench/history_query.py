@@ -37,9 +37,8 @@ from django.test import Client  # noqa: E402
 
 from conventions.pagination import parse_pagination  # noqa: E402
 from orchestration.history.selectors import (  # noqa: E402
-    DEFAULT_DIRECTION,
-    DEFAULT_SORT_FIELD,
     SORT_COLUMNS,
+    SORTING,
     job_filters_parse,
     job_list,
 )
@@ -123,9 +122,7 @@ def fill(count: int) -> None:
 
 def selector_run(body: dict):
     body = dict(body)
-    page = parse_pagination(body.pop("pagination", None), sort_fields=list(SORT_COLUMNS),
-                            default_sort_field=DEFAULT_SORT_FIELD,
-                            default_direction=DEFAULT_DIRECTION)
+    page = parse_pagination(body.pop("pagination", None), **SORTING)
     filters = job_filters_parse(**body)
     return lambda: job_list(filters=filters, page=page)[1]
 
@@ -187,9 +184,7 @@ def cases() -> list[tuple[str, dict]]:
 def explain(body: dict) -> None:
     """EXPLAIN ANALYZE of both queries of one case (the page, then the count)."""
     body = dict(body)
-    page = parse_pagination(body.pop("pagination", None), sort_fields=list(SORT_COLUMNS),
-                            default_sort_field=DEFAULT_SORT_FIELD,
-                            default_direction=DEFAULT_DIRECTION)
+    page = parse_pagination(body.pop("pagination", None), **SORTING)
     from conventions.pagination import order
     from orchestration.history.selectors import _filtered
     jobs = _filtered(job_filters_parse(**body))

@@ -30,8 +30,7 @@ from django.db import connection  # noqa: E402
 from conventions.pagination import parse_pagination  # noqa: E402
 from store.models import Rule  # noqa: E402
 from store.selectors.rules import (  # noqa: E402
-    DEFAULT_SORT_FIELD,
-    SORT_COLUMNS,
+    SORTING,
     rule_filters_parse,
     rule_list,
 )
@@ -81,8 +80,7 @@ def timed(label: str, run, repeat: int = 30) -> None:
 
 
 def query(body: dict):
-    page = parse_pagination(body.pop("pagination", None), sort_fields=list(SORT_COLUMNS),
-                            default_sort_field=DEFAULT_SORT_FIELD)
+    page = parse_pagination(body.pop("pagination", None), **SORTING)
     filters = rule_filters_parse(**body)
     return lambda: len(rule_list(filters=filters, page=page)[0])
 

@@ -86,6 +86,13 @@ def parse_pagination(
     return PageRequest(page, size, direction, sort_field)
 
 
+def filter_given(queryset: QuerySet, **lookups: Any) -> QuerySet:
+    """`queryset` filtered by each lookup whose value is given (neither None nor an empty
+    list)."""
+    return queryset.filter(**{lookup: value for lookup, value in lookups.items()
+                              if value is not None and value not in ((), [])})
+
+
 def order(queryset: QuerySet, page: PageRequest, *, columns: dict[str, str],
           tie_breaker: str = "pk") -> QuerySet:
     """Order by the requested field (mapped to its column), ties broken by `tie_breaker` in

@@ -14,9 +14,7 @@ from conventions.pagination import parse_pagination
 from general import openapi_examples as examples
 from general.config_keys import public_config
 from general.selectors import (
-    DEFAULT_DIRECTION,
-    DEFAULT_SORT_FIELD,
-    SORT_COLUMNS,
+    SORTING,
     log_filters_parse,
     log_list,
 )
@@ -50,9 +48,7 @@ class LogsApi(APIView):
                    extensions=null_body_is_absent())
     def post(self, request: Request) -> Response:
         data = validated(LogQuerySerializer, request.data)
-        page = parse_pagination(data.get("pagination"), sort_fields=list(SORT_COLUMNS),
-                                default_sort_field=DEFAULT_SORT_FIELD,
-                                default_direction=DEFAULT_DIRECTION)
+        page = parse_pagination(data.get("pagination"), **SORTING)
         filters = log_filters_parse(start=data.get("from"), end=data.get("to"),
                                     severity=data.get("severity"), logger=data.get("logger"))
         entries, count = log_list(filters=filters, page=page)

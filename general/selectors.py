@@ -6,7 +6,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from conventions.exceptions import InvalidParameter
-from conventions.pagination import PageRequest, paginate
+from conventions.pagination import PageRequest, filter_given, paginate
 from conventions.timestamps import parse_utc_field
 from general.models import LogEntry
 from general.severities import minimum_rank
@@ -15,8 +15,8 @@ from general.severities import minimum_rank
 # Default entryDate DESC, ties by logId.
 SORT_COLUMNS = {"logId": "id", "entryDate": "entry_date", "logger": "logger",
                 "logLevel": "level"}
-DEFAULT_SORT_FIELD = "entryDate"
-DEFAULT_DIRECTION = "DESC"
+SORTING = {"sort_fields": list(SORT_COLUMNS), "default_sort_field": "entryDate",
+           "default_direction": "DESC"}
 
 
 @dataclass(frozen=True)
@@ -46,14 +46,9 @@ def log_filters_parse(*, start: str | None = None, end: str | None = None,
 
 
 def _filtered(filters: LogFilters) -> QuerySet[LogEntry]:
-    entries = LogEntry.objects.filter(entry_date__lte=filters.end or timezone.now())
-    if filters.start is not None:
-        entries = entries.filter(entry_date__gte=filters.start)
-    if filters.min_rank is not None:
-        entries = entries.filter(level__gte=filters.min_rank)
-    if filters.logger is not None:
-        entries = entries.filter(logger__icontains=filters.logger)
-    return entries
+    return filter_given(LogEntry.objects.filter(entry_date__lte=filters.end or timezone.now()),
+                        entry_date__gte=filters.start, level__gte=filters.min_rank,
+                        logger__icontains=filters.logger)
 
 
 def log_list(*, filters: LogFilters, page: PageRequest) -> tuple[list[LogEntry], int]:

@@ -6,7 +6,7 @@ from rest_framework import serializers
 from api.fields import PYTHON_BLANKS, StrictCharField, documented, pagination_field
 from api.name_fields import accepted_instant_pattern
 from api.schema import BLANK_REFUSED
-from general.selectors import DEFAULT_DIRECTION, DEFAULT_SORT_FIELD, SORT_COLUMNS
+from general.selectors import SORTING
 from general.severities import RANKS, SEVERITY_NAMES
 
 
@@ -61,9 +61,7 @@ def _instant_field(**kwargs: Any) -> StrictCharField:
 class LogQuerySerializer(serializers.Serializer):
     """Types only; values are checked by general.selectors.log_filters_parse."""
 
-    pagination = pagination_field(sort_fields=list(SORT_COLUMNS),
-                                  default_sort_field=DEFAULT_SORT_FIELD,
-                                  default_direction=DEFAULT_DIRECTION)
+    pagination = pagination_field(**SORTING)
     to = _instant_field(help_text="Latest entry date (inclusive); default: now.")
     severity = documented(StrictCharField, SEVERITY_SCHEMA)(required=False, allow_null=True)
     logger = StrictCharField(required=False, allow_null=True,

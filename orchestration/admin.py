@@ -3,7 +3,7 @@ from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
 from api.admin_display import short_time, truncated
-from api.admin_filters import NameInputFilter
+from api.admin_filters import NameInputFilter, name_filter
 from conventions import names
 from orchestration.models import AuthorizationToken, OrchestrationJob, OrchestrationLock
 from orchestration.pull.reservations import locks_delete
@@ -34,16 +34,6 @@ class SystemFilter(NameInputFilter):
         return queryset.filter(Q(requester=name) | Q(target=name))
 
 
-class RequesterFilter(NameInputFilter):
-    title, parameter_name, field = "requester", "requester", "requester"
-    normalize = staticmethod(names.normalize_system_name)
-
-
-class TargetFilter(NameInputFilter):
-    title, parameter_name, field = "target", "target", "target"
-    normalize = staticmethod(names.normalize_system_name)
-
-
 @admin.register(OrchestrationJob)
 class OrchestrationJobAdmin(ReadOnlyAdmin):
     """The history, newest first (docs/history.md). The list fits 1400 px; the subscription
@@ -51,7 +41,9 @@ class OrchestrationJobAdmin(ReadOnlyAdmin):
 
     list_display = ("created", "type", "status", "systems", "service", "results",
                     "message_short")
-    list_filter = ("status", "type", SystemFilter, RequesterFilter, TargetFilter)
+    list_filter = ("status", "type", SystemFilter,
+                   name_filter("requester", names.normalize_system_name),
+                   name_filter("target", names.normalize_system_name))
     search_fields = ("requester", "target", "service_definition", "subscription_id")
     ordering = ("-created_at", "-id")
     date_hierarchy = "created_at"

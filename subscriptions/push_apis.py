@@ -28,9 +28,7 @@ from subscriptions import openapi_examples as examples
 from subscriptions.push_jobs import parse_trigger_request, push_trigger
 from subscriptions.requests import parse_subscribe_list
 from subscriptions.selectors import (
-    DEFAULT_DIRECTION,
-    DEFAULT_SORT_FIELD,
-    SORT_COLUMNS,
+    SORTING,
     subscription_filters_parse,
     subscription_list,
 )
@@ -65,9 +63,7 @@ class PushSubscribeSerializer(serializers.Serializer):
 
 
 class SubscriptionQuerySerializer(serializers.Serializer):
-    pagination = pagination_field(sort_fields=list(SORT_COLUMNS),
-                                  default_sort_field=DEFAULT_SORT_FIELD,
-                                  default_direction=DEFAULT_DIRECTION)
+    pagination = pagination_field(**SORTING)
     ownerSystems = optional_string_list()
     targetSystems = optional_string_list()
     serviceDefinitions = optional_string_list()
@@ -87,9 +83,7 @@ def subscriptions_response(data: dict | None, *, involving: str | None = None) -
     """The answer of a subscription query body, restricted to the subscriptions `involving`
     a system when given."""
     data = validated(SubscriptionQuerySerializer, data)
-    page = parse_pagination(data.get("pagination"), sort_fields=list(SORT_COLUMNS),
-                            default_sort_field=DEFAULT_SORT_FIELD,
-                            default_direction=DEFAULT_DIRECTION)
+    page = parse_pagination(data.get("pagination"), **SORTING)
     filters = subscription_filters_parse(
         owner_systems=data.get("ownerSystems"), target_systems=data.get("targetSystems"),
         service_definitions=data.get("serviceDefinitions"), involving=involving)

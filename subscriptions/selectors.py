@@ -8,7 +8,7 @@ from django.db import connection
 from django.db.models import Count, Q
 
 from conventions import names
-from conventions.pagination import PageRequest, paginate
+from conventions.pagination import PageRequest, filter_given, paginate
 from subscriptions.models import Subscription
 
 # API sort field → column; the default order is createdAt DESC, ties by id.
@@ -19,8 +19,8 @@ SORT_COLUMNS = {
     "serviceDefinition": "service_definition",
     "createdAt": "created_at",
 }
-DEFAULT_SORT_FIELD = "createdAt"
-DEFAULT_DIRECTION = "DESC"
+SORTING = {"sort_fields": list(SORT_COLUMNS), "default_sort_field": "createdAt",
+           "default_direction": "DESC"}
 
 
 @dataclass(frozen=True)
@@ -58,13 +58,8 @@ def _filtered(filters: SubscriptionFilters):
     if filters.involving is not None:
         subscriptions = subscriptions.filter(Q(owner=filters.involving)
                                              | Q(target=filters.involving))
-    if filters.owners:
-        subscriptions = subscriptions.filter(owner__in=filters.owners)
-    if filters.targets:
-        subscriptions = subscriptions.filter(target__in=filters.targets)
-    if filters.service_definitions:
-        subscriptions = subscriptions.filter(service_definition__in=filters.service_definitions)
-    return subscriptions
+    return filter_given(subscriptions, owner__in=filters.owners, target__in=filters.targets,
+                        service_definition__in=filters.service_definitions)
 
 
 def subscription_list(*, filters: SubscriptionFilters,

@@ -9,9 +9,7 @@ from api.request_data import validated
 from api.schema import error_responses, null_body_is_absent
 from conventions.pagination import parse_pagination
 from orchestration.history.selectors import (
-    DEFAULT_DIRECTION,
-    DEFAULT_SORT_FIELD,
-    SORT_COLUMNS,
+    SORTING,
     job_filters_parse,
     job_list,
 )
@@ -30,9 +28,7 @@ class HistoryQueryApi(APIView):
                    extensions=null_body_is_absent())
     def post(self, request: Request) -> Response:
         data = validated(JobQuerySerializer, request.data)
-        page = parse_pagination(data.get("pagination"), sort_fields=list(SORT_COLUMNS),
-                                default_sort_field=DEFAULT_SORT_FIELD,
-                                default_direction=DEFAULT_DIRECTION)
+        page = parse_pagination(data.get("pagination"), **SORTING)
         filters = job_filters_parse(
             ids=data.get("ids"), statuses=data.get("statuses"), type=data.get("type"),
             requester_systems=data.get("requesterSystems"),

@@ -24,8 +24,8 @@ SORT_COLUMNS = {
     "startedAt": "started_at",
     "finishedAt": "finished_at",
 }
-DEFAULT_SORT_FIELD = "createdAt"
-DEFAULT_DIRECTION = "DESC"
+SORTING = {"sort_fields": list(SORT_COLUMNS), "default_sort_field": "createdAt",
+           "default_direction": "DESC"}
 FLUSH_WAIT_SECONDS = 2.0  # the longest a query waits for this process's unwritten pull jobs
 
 

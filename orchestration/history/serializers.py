@@ -12,9 +12,7 @@ from api.name_fields import any_case_pattern
 from api.schema import BLANK_REFUSED
 from orchestration.history.job_serializers import OrchestrationJobSerializer
 from orchestration.history.selectors import (
-    DEFAULT_DIRECTION,
-    DEFAULT_SORT_FIELD,
-    SORT_COLUMNS,
+    SORTING,
 )
 from orchestration.models import OrchestrationJob
 
@@ -24,9 +22,7 @@ JobTypeField = documented(StrictCharField, {
 
 
 class JobQuerySerializer(serializers.Serializer):
-    pagination = pagination_field(sort_fields=list(SORT_COLUMNS),
-                                  default_sort_field=DEFAULT_SORT_FIELD,
-                                  default_direction=DEFAULT_DIRECTION)
+    pagination = pagination_field(**SORTING)
     ids = optional_string_list(limit_setting="MAX_BULK_SIZE",
                                help_text="Job ids (UUIDs).")
     statuses = optional_string_list(

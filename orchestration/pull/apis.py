@@ -10,11 +10,11 @@ from api.schema import error_responses, null_body_is_absent
 from observability.metrics import pull_answered, pull_refused
 from orchestration import openapi_examples as examples
 from orchestration.pull.normalization import parse_orchestration_request, parsed_request
-from orchestration.pull.response_data import orchestration_response_data
 from orchestration.pull.serializers import (
     OrchestrationRequestSerializer,
     OrchestrationResponseSerializer,
     checked_orchestration_request,
+    orchestration_response_data,
 )
 from orchestration.pull.services import orchestration_pull
 from orchestration.pull.types import OrchestrationRequest

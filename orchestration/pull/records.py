@@ -50,11 +50,6 @@ def interface_record(template_name: str, protocol: str, policy: str,
             "properties": properties}
 
 
-def rules_in_pull_order(rules: list[PullRule]) -> list[PullRule]:
-    """Best priority first, ties by service definition (SPEC §5 step 1)."""
-    return sorted(rules, key=lambda rule: (rule.priority, rule.service_definition))
-
-
 class PullSource(Protocol):
     """What pull reads, from one source: the database (`selectors.DATABASE`) or a view of the
     snapshot (`orchestration.snapshot.state.SnapshotView`). The two answer alike for the same

@@ -21,7 +21,7 @@ from api.name_fields import (
     any_case_pattern,
 )
 from api.schema import runtime_schema
-from api.shapes import NoneLeftOut, compile_check
+from api.shapes import NoneLeftOut, compile_check, compile_renderer
 from orchestration.pull.normalization import FLAG_VALUES
 from orchestration.pull.services import MAX_LATENCY_DIGITS, QOS_MAX_LATENCY
 from store.addresses import ADDRESS_TYPES
@@ -144,7 +144,7 @@ class OrchestrationResultEntrySerializer(NoneLeftOut, serializers.Serializer):
 
 
 # The pull/push answer: the OpenAPI schema reads it, and the renderer of the answer is compiled
-# from it (orchestration.pull.response_data). A comment, not a docstring: drf-spectacular would
+# from it (`orchestration_response_data` below). A comment, not a docstring: drf-spectacular would
 # publish a docstring as the schema's description.
 class OrchestrationResponseSerializer(serializers.Serializer):
     results = OrchestrationResultEntrySerializer(many=True)
@@ -154,3 +154,7 @@ class OrchestrationResponseSerializer(serializers.Serializer):
         "instances unknown to the catalog) and `ignoredFlags: [...]`, then auto_matchmaking, "
         "not_exclusive, part_time_exclusivity, translation_not_supported, "
         "intercloud_not_supported.")
+
+
+# The wire form of a pull/push result: exactly OrchestrationResponseSerializer's data.
+orchestration_response_data = compile_renderer(OrchestrationResponseSerializer)

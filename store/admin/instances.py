@@ -5,7 +5,7 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from api.admin_filters import NameInputFilter
+from api.admin_filters import name_filter
 from api.admin_forms import CheckedJSONField
 from conventions import names
 from conventions.exceptions import InvalidParameter
@@ -22,16 +22,6 @@ from store.services.instances import (
     instances_store,
     instances_update,
 )
-
-
-class ProviderFilter(NameInputFilter):
-    title, parameter_name, field = "provider", "provider", "provider"
-    normalize = staticmethod(names.normalize_system_name)
-
-
-class InstanceServiceDefinitionFilter(NameInputFilter):
-    title, parameter_name, field = "service definition", "service_definition", "service_definition"
-    normalize = staticmethod(names.normalize_service_definition)
 
 
 class ServiceInstanceAdminForm(forms.ModelForm):
@@ -135,7 +125,8 @@ class ServiceInstanceAdmin(InstanceImportExport, admin.ModelAdmin):
     inlines = [ServiceInterfaceInline]
     list_display = ("service_instance_id", "provider", "service_definition", "version",
                     "expires_at", "updated_at")
-    list_filter = (ProviderFilter, InstanceServiceDefinitionFilter)
+    list_filter = (name_filter("provider", names.normalize_system_name),
+                   name_filter("service_definition", names.normalize_service_definition))
     search_fields = ("service_instance_id",)
     ordering = ("service_instance_id",)
     actions = ["remove_expired"]

@@ -9,7 +9,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 
 from api.admin_display import short_time, truncated
-from api.admin_filters import NameInputFilter
+from api.admin_filters import name_filter
 from api.admin_forms import DatalistInput
 from conventions import names
 from conventions.exceptions import InvalidParameter
@@ -24,16 +24,6 @@ from store.services.rules import (
     rules_ensure_not_stored,
     rules_store,
 )
-
-
-class ConsumerFilter(NameInputFilter):
-    title, parameter_name, field = "consumer", "consumer", "consumer"
-    normalize = staticmethod(names.normalize_system_name)
-
-
-class ServiceDefinitionFilter(NameInputFilter):
-    title, parameter_name, field = "service definition", "service_definition", "service_definition"
-    normalize = staticmethod(names.normalize_service_definition)
 
 
 # The picker offers this many instance ids (the page stays light); any id can be typed.
@@ -116,7 +106,9 @@ class RuleAdmin(RuleImportExport, admin.ModelAdmin):
     form = RuleAdminForm
     list_display = ("consumer_short", "instance", "priority", "updated")
     list_editable = ("priority",)
-    list_filter = (ConsumerFilter, ServiceDefinitionFilter, InCatalogFilter)
+    list_filter = (name_filter("consumer", names.normalize_system_name),
+                   name_filter("service_definition", names.normalize_service_definition),
+                   InCatalogFilter)
     search_fields = ("consumer", "service_definition", "service_instance_id")
     # A consumer's rules in the order pull tries them (the consumer, priority index).
     ordering = ("consumer", "priority", "service_definition")

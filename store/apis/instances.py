@@ -21,8 +21,7 @@ from conventions.instance_ids import instance_id
 from conventions.pagination import parse_pagination
 from store import openapi_examples as examples
 from store.selectors.instances import (
-    DEFAULT_SORT_FIELD,
-    SORT_COLUMNS,
+    SORTING,
     instance_filters_parse,
     instance_list,
 )
@@ -78,8 +77,7 @@ class InstanceUpdateApi(APIView):
 
 
 class InstanceQuerySerializer(serializers.Serializer):
-    pagination = pagination_field(sort_fields=list(SORT_COLUMNS),
-                                  default_sort_field=DEFAULT_SORT_FIELD)
+    pagination = pagination_field(**SORTING)
     instanceIds = optional_string_list(limit_setting="MAX_BULK_SIZE")
     providerNames = optional_string_list()
     serviceDefinitionNames = optional_string_list()
@@ -101,8 +99,7 @@ class InstanceQueryApi(APIView):
                    extensions=null_body_is_absent())
     def post(self, request: Request) -> Response:
         data = validated(InstanceQuerySerializer, request.data)
-        page = parse_pagination(data.get("pagination"), sort_fields=list(SORT_COLUMNS),
-                                default_sort_field=DEFAULT_SORT_FIELD)
+        page = parse_pagination(data.get("pagination"), **SORTING)
         filters = instance_filters_parse(
             instance_ids=data.get("instanceIds"), provider_names=data.get("providerNames"),
             service_definition_names=data.get("serviceDefinitionNames"),

@@ -24,8 +24,7 @@ from conventions.uuids import require_uuid
 from store import openapi_examples as examples
 from store.models import MAX_PRIORITY
 from store.selectors.rules import (
-    DEFAULT_SORT_FIELD,
-    SORT_COLUMNS,
+    SORTING,
     rule_filters_parse,
     rule_list,
 )
@@ -61,8 +60,7 @@ def _rule_list_response(rules, count: int, status: int = 200) -> Response:
 
 
 class RuleQuerySerializer(serializers.Serializer):
-    pagination = pagination_field(sort_fields=list(SORT_COLUMNS),
-                                  default_sort_field=DEFAULT_SORT_FIELD)
+    pagination = pagination_field(**SORTING)
     ids = optional_string_list(limit_setting="MAX_BULK_SIZE")
     consumerNames = optional_string_list()
     serviceDefinitions = optional_string_list()
@@ -86,8 +84,7 @@ class RuleQueryApi(APIView):
                    extensions=null_body_is_absent())
     def post(self, request: Request) -> Response:
         data = validated(RuleQuerySerializer, request.data)
-        page = parse_pagination(data.get("pagination"), sort_fields=list(SORT_COLUMNS),
-                                default_sort_field=DEFAULT_SORT_FIELD)
+        page = parse_pagination(data.get("pagination"), **SORTING)
         filters = rule_filters_parse(
             ids=data.get("ids"), consumer_names=data.get("consumerNames"),
             service_definitions=data.get("serviceDefinitions"),

@@ -9,7 +9,7 @@ from django.utils import timezone
 from conventions import names
 from conventions.exceptions import InvalidParameter
 from conventions.instance_ids import instance_id
-from conventions.pagination import PageRequest, order, paginate
+from conventions.pagination import PageRequest, filter_given, order, paginate
 from conventions.timestamps import parse_utc
 from conventions.versions import version
 from store import metadata_requirements
@@ -24,7 +24,7 @@ SORT_COLUMNS = {
     "createdAt": "created_at",
     "updatedAt": "updated_at",
 }
-DEFAULT_SORT_FIELD = "instanceId"
+SORTING = {"sort_fields": list(SORT_COLUMNS), "default_sort_field": "instanceId"}
 ALIVE_FORMAT = ("Alive time has an invalid time format, UTC string expected "
                 "(example: 2024-10-11T14:30:00Z)")
 
@@ -73,15 +73,10 @@ def alive_q(at: dt.datetime) -> Q:
 
 
 def _filtered(filters: InstanceFilters) -> QuerySet[ServiceInstance]:
-    instances = ServiceInstance.objects.all()
-    if filters.instance_ids:
-        instances = instances.filter(service_instance_id__in=filters.instance_ids)
-    if filters.providers:
-        instances = instances.filter(provider__in=filters.providers)
-    if filters.service_definitions:
-        instances = instances.filter(service_definition__in=filters.service_definitions)
-    if filters.versions:
-        instances = instances.filter(version__in=filters.versions)
+    instances = filter_given(
+        ServiceInstance.objects.all(), service_instance_id__in=filters.instance_ids,
+        provider__in=filters.providers, service_definition__in=filters.service_definitions,
+        version__in=filters.versions)
     if filters.alives_at is not None:
         # Alive at that time, and not already expired now (expired ones are never offered).
         instances = instances.filter(alive_q(filters.alives_at)).filter(alive_q(timezone.now()))

@@ -8,7 +8,7 @@ from django.db.models import QuerySet
 from conventions import names
 from conventions.exceptions import InvalidParameter
 from conventions.instance_ids import instance_id
-from conventions.pagination import PageRequest, paginate
+from conventions.pagination import PageRequest, filter_given, paginate
 from conventions.uuids import require_uuid
 from store.models import Rule
 
@@ -22,7 +22,7 @@ SORT_COLUMNS = {
     "createdAt": "created_at",
     "updatedAt": "updated_at",
 }
-DEFAULT_SORT_FIELD = "createdAt"
+SORTING = {"sort_fields": list(SORT_COLUMNS), "default_sort_field": "createdAt"}
 
 
 @dataclass(frozen=True)
@@ -71,22 +71,12 @@ def rule_filters_parse(
 
 
 def _filtered(filters: RuleFilters) -> QuerySet[Rule]:
-    rules = Rule.objects.all()
-    if filters.ids:
-        rules = rules.filter(id__in=filters.ids)
-    if filters.consumers:
-        rules = rules.filter(consumer__in=filters.consumers)
-    if filters.service_definitions:
-        rules = rules.filter(service_definition__in=filters.service_definitions)
-    if filters.service_instance_ids:
-        rules = rules.filter(service_instance_id__in=filters.service_instance_ids)
-    if filters.min_priority is not None:
-        rules = rules.filter(priority__gte=filters.min_priority)
-    if filters.max_priority is not None:
-        rules = rules.filter(priority__lte=filters.max_priority)
-    if filters.created_by is not None:
-        rules = rules.filter(created_by=filters.created_by)
-    return rules
+    return filter_given(
+        Rule.objects.all(), id__in=filters.ids, consumer__in=filters.consumers,
+        service_definition__in=filters.service_definitions,
+        service_instance_id__in=filters.service_instance_ids,
+        priority__gte=filters.min_priority, priority__lte=filters.max_priority,
+        created_by=filters.created_by)
 
 
 def rule_list(*, filters: RuleFilters, page: PageRequest) -> tuple[list[Rule], int]:

@@ -11,7 +11,7 @@ it twice.
 """
 from collections.abc import Iterable
 
-from database.advisory_locks import advisory_key, advisory_locks
+from database.advisory_locks import advisory_locks
 
 _RULE_SETS = "rule-set"
 _INSTANCES = "service-instance"
@@ -19,10 +19,6 @@ _INSTANCES = "service-instance"
 
 def _rule_set_name(consumer: str, service_definition: str) -> str:
     return f"{consumer}\0{service_definition}"
-
-
-def rule_set_key(consumer: str, service_definition: str) -> int:
-    return advisory_key(_RULE_SETS, _rule_set_name(consumer, service_definition))
 
 
 def rule_sets_lock(rule_sets: Iterable[tuple[str, str]]) -> None:

@@ -14,7 +14,7 @@ from rest_framework.utils.encoders import JSONEncoder
 from notifications.outbox import Notification, deliveries_create
 from orchestration.models import OrchestrationJob
 from orchestration.pull.normalization import parse_orchestration_request
-from orchestration.pull.response_data import orchestration_response_data
+from orchestration.pull.serializers import orchestration_response_data
 from orchestration.pull.services import orchestrate_recorded
 from orchestration.pull.types import OrchestrationResult
 from subscriptions.models import Subscription

@@ -1,7 +1,7 @@
-"""orchestration.pull.response_data, the renderer compiled from OrchestrationResponseSerializer
-(api.shapes), renders a result exactly as the serializer: the same data, the same key order, the
-same bytes once rendered; a field added to a serializer is rendered too, or the renderer does not
-compile."""
+"""orchestration_response_data (orchestration/pull/serializers.py), the renderer compiled from
+OrchestrationResponseSerializer (api.shapes), renders a result exactly as the serializer: the
+same data, the same key order, the same bytes once rendered; a field added to a serializer is
+rendered too, or the renderer does not compile."""
 import datetime as dt
 import json
 import zoneinfo
@@ -13,7 +13,7 @@ from rest_framework import serializers
 
 from api.json_media import JSONRenderer
 from api.shapes import ShapeNotCompiled, compile_renderer
-from orchestration.pull.response_data import orchestration_response_data
+from orchestration.pull.serializers import orchestration_response_data
 from orchestration.pull.serializers import (
     InterfaceResultSerializer,
     OrchestrationResponseSerializer,

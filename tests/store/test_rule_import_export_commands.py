@@ -208,13 +208,14 @@ class ImportRulesConcurrentWriterTests:
         import psycopg
         from django.db import connection
 
-        from store.services.locks import rule_set_key
+        from database.advisory_locks import advisory_key
 
         settings = connection.settings_dict
         other = psycopg.connect(host=settings["HOST"] or "127.0.0.1", port=settings["PORT"] or 5432,
                                 user=settings["USER"], dbname=settings["NAME"], autocommit=True)
         try:
-            other.execute("SELECT pg_advisory_lock(%s)", [rule_set_key("C", "svc")])
+            # The key store.services.locks.rule_sets_lock takes for the rule set (C, svc).
+            other.execute("SELECT pg_advisory_lock(%s)", [advisory_key("rule-set", "C\0svc")])
             with connection.cursor() as cursor:
                 cursor.execute("SET lock_timeout = '200ms'")
             with pytest.raises(CommandError, match="Nothing imported: .*lock timeout"):
