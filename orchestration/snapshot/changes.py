@@ -27,6 +27,8 @@ again, the subscriptions evaluate every live one.
 import datetime as dt
 from dataclasses import dataclass
 
+import psycopg
+
 from django.db import connection
 from django.utils import timezone
 
@@ -109,13 +111,11 @@ def changes_since(position: FeedPosition, limit: int,
             return changes, None
         return changes, FeedPosition(max([position.last_id, *(c.id for c in changes)]),
                                      (), ticket)
-    with connection.cursor() as cursor:
-        if position.running:
-            cursor.execute(_READ_WITH_RUNNING,
-                           [position.last_id, limit + 1, list(position.running), limit + 1])
-        else:
-            cursor.execute(_ABOVE, [position.last_id, limit + 1])
-        rows = cursor.fetchall()
+    if position.running:
+        rows = _prepared_rows(_READ_WITH_RUNNING,
+                              [position.last_id, limit + 1, list(position.running), limit + 1])
+    else:
+        rows = _prepared_rows(_ABOVE, [position.last_id, limit + 1])
     changes = [Change(*row[:3]) for row in rows if row[0] is not None]
     if len(changes) > limit:
         return changes, None
@@ -128,6 +128,17 @@ def changes_since(position: FeedPosition, limit: int,
         # ids: of those running now, only the ones already running then still matter.
         running = tuple(sorted(set(running) & set(position.running)))
     return changes, FeedPosition(last_id, running, ticket)
+
+
+def _prepared_rows(sql: str, params: list) -> list[tuple]:
+    """The rows of `sql`, run as a statement prepared on this connection. Django's cursor
+    binds parameters on the client, so psycopg never prepares its statements; psycopg's own
+    cursor on the same connection binds on the server and prepares on request (`prepare`), in
+    the transaction Django has open, if any. Errors come as Django's, as from the ORM."""
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(sql, params, prepare=True)
+        return cursor.fetchall()
 
 
 def _in_progress(snapshot: str) -> tuple[int, ...]:
