@@ -5,6 +5,7 @@ worker process (prefork, one child, as `make worker-main`), the real Redis and t
 database, watched through pg_stat_activity and the worker's log."""
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
@@ -58,12 +59,21 @@ def _run_task(name: str, queue: str, log) -> list[int]:
     """Send a task that queries the database (a batch send of a delivery that does not exist:
     its claim is an UPDATE) to the worker; return the pids of its connections once the task
     has finished (its success logged: not a periodic task's, whose lines are DEBUG)."""
+    # The snapshot's first load holds a connection of its own for as long as it takes.
+    wait_until(lambda: "Pull snapshot loaded" in log.read_text(), timeout=30)
     done = log.read_text().count("succeeded")
     celery_app.send_task("notifications.deliver_batch", args=[[str(uuid.uuid4())]],
                          queue=queue)
     if not wait_until(lambda: log.read_text().count("succeeded") != done, timeout=30):
         pytest.fail(f"the task did not succeed:\n{log.read_text()[-3000:]}", pytrace=False)
-    return sorted(pid for pid, _, _ in _backends(name))
+    # The child's pull snapshot thread opens a connection of its own for each refresh and
+    # closes it (orchestration/snapshot/state.py): the connections held across a short
+    # while are the task's.
+    held = set(pid for pid, _, _ in _backends(name))
+    for _ in range(3):
+        time.sleep(0.1)
+        held &= {pid for pid, _, _ in _backends(name)}
+    return sorted(held)
 
 
 class WorkerConnectionTests:
@@ -79,6 +89,9 @@ class WorkerConnectionTests:
         [first] = _run_task(name, queue, log)
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_terminate_backend(%s)", [first])
+        # pg_terminate_backend only signals: the session is broken once its backend is gone.
+        assert wait_until(lambda: first not in {pid for pid, _, _ in _backends(name)},
+                          timeout=10)
         [second] = _run_task(name, queue, log)
         assert second != first
         text = log.read_text()
