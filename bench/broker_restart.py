@@ -5,7 +5,7 @@ change, does a Celery process die of it, and do pushes resume by themselves afte
     .venv/bin/python bench/broker_restart.py --subscriptions 20 --outage 2      # quick
 
 The production topology of `bench/push_fanout.py` (gunicorn, `make worker`'s two workers and
-`make beat`), with its data and its MQTT listener on the local Mosquitto (127.0.0.1:1883),
+`make beat`), with its data and its MQTT listener on the local Mosquitto (BENCH_MQTT_URL as there),
 except that each Celery process runs under `config.keep_running` as the Makefile runs it
 (a process that dies is started again), and that the broker is a private Redis started for
 the run (`tests/private_servers.py`, so requirements-test.txt must be installed): the

@@ -21,7 +21,8 @@ subscription's result changes, and one push per subscriber is expected.
 
 A listener (paho, `bench/push-fanout/<run>/#`, QoS 1, one shared subscription over four
 connections: a single one cannot acknowledge the arrivals as fast as they come, and Mosquitto
-then drops messages for it) on the local Mosquitto (127.0.0.1:1883) is connected before the
+then drops messages for it) on the local Mosquitto (BENCH_MQTT_URL, default
+mqtt://127.0.0.1:1883) is connected before the
 first subscribe. A message counts as arrived when it
 carries the run's revision for the consumer its topic belongs to; the figures are the first
 such arrival per topic, timed from just before the update call. Also counted: duplicates
@@ -62,6 +63,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -80,7 +82,9 @@ from harness import (  # noqa: E402
 DATABASE_URL = os.environ.get(
     "BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/serviceorchestration_push_bench")
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/5")
-MQTT_HOST, MQTT_PORT = "127.0.0.1", 1883
+# The Mosquitto the server notifies and the listener reads (BENCH_MQTT_URL, a plain mqtt:// URL).
+MQTT_URL = os.environ.get("BENCH_MQTT_URL", "mqtt://127.0.0.1:1883")
+MQTT_HOST, MQTT_PORT = urlsplit(MQTT_URL).hostname or "127.0.0.1", urlsplit(MQTT_URL).port or 1883
 SUBSCRIBE = "/serviceorchestration/orchestration/subscribe"
 UPDATE = "/serviceorchestration/orchestration/mgmt/service-instances/update"
 PROVIDER, SERVICE, VERSION = "PushProvider", "pushService", "1.0.0"

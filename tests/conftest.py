@@ -19,6 +19,7 @@ from serviceregistry import instances  # noqa: E402
 from tests import services  # noqa: E402
 from tests.endpoints import HttpSink, MqttReceiver  # noqa: E402
 from tests.fake_service_registry import FakeServiceRegistry  # noqa: E402
+from tests.flush_retry import flush_retried_on_deadlock  # noqa: E402,F401  (fixture)
 from tests.pull_sources import pull_source  # noqa: E402,F401  (fixture)
 from tests.worker import celery_worker, deliveries_settle  # noqa: E402,F401  (fixture)
 
