@@ -7,7 +7,6 @@ import re
 import subprocess
 import sys
 
-
 from tests.bench_modules import BENCH, load_bench
 
 broker_restart = load_bench("broker_restart")
