@@ -206,6 +206,11 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+def database_handlers() -> list[DatabaseLogHandler]:
+    """The handlers of this process (e.g. to read their `dropped` counters)."""
+    return list(_all_handlers)
+
+
 _configured: list[DatabaseLogHandler] = []  # the handler LOGGING made last (a strong reference)
 
 
