@@ -12,7 +12,6 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
 
 from celery import current_app
 from django.conf import settings
@@ -25,15 +24,6 @@ from observability.registry import HealthCheck, health_checks
 
 UP, DOWN = "UP", "DOWN"
 REUSE_SECONDS = 1.0
-
-
-@dataclass(frozen=True)
-class Health:
-    status: str                        # UP when every component is UP
-    components: dict[str, dict[str, str]]
-
-    def as_dict(self) -> dict:
-        return {"status": self.status, "components": self.components}
 
 
 def _database(deadline: float) -> dict[str, str]:
@@ -92,7 +82,7 @@ def _described(error: Exception) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
-def _measure() -> Health:
+def _measure() -> dict:
     checks = _checks()
     timeout = settings.HEALTH_TIMEOUT_SECONDS
     pool = ThreadPoolExecutor(max_workers=len(checks), thread_name_prefix="health")
@@ -108,15 +98,16 @@ def _measure() -> Health:
     finally:
         pool.shutdown(wait=False)  # a hung check ends with its own timeout, unwaited for
     status = UP if all(c["status"] == UP for c in components.values()) else DOWN
-    return Health(status, components)
+    return {"status": status, "components": components}
 
 
 _lock = threading.Lock()
-_last: tuple[float, Health] | None = None
+_last: tuple[float, dict] | None = None
 
 
-def health() -> Health:
-    """The current health, measured at most once per REUSE_SECONDS in this process."""
+def health() -> dict:
+    """The current health, `{status, components}` (UP when every component is), measured at
+    most once per REUSE_SECONDS in this process."""
     global _last
     with _lock:
         if _last is None or time.monotonic() - _last[0] >= REUSE_SECONDS:
