@@ -476,7 +476,7 @@ if LOG_DB_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", "OFF"):
 LOG_DB_MAX_AGE_DAYS = env_non_negative_int("LOG_DB_MAX_AGE_DAYS", 15)
 if LOG_DB_LEVEL != "OFF":
     LOGGING["handlers"]["database"] = {
-        "()": "general.log_handler.configured_handler",
+        "class": "general.log_handler.DatabaseLogHandler",
         "level": LOG_DB_LEVEL,
         "filters": ["request_id"],
     }

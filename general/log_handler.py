@@ -1,13 +1,10 @@
 """Log records at LOG_DB_LEVEL and above, also stored in the database (`general.models.LogEntry`)
-for the logs query of general management (docs/general-management.md).
+for the logs query; what it guarantees: docs/general-management.md, "Logs in the database".
 
 The code that logs must never fail or wait because of this: `emit` only formats the record
-and puts it into a bounded in-memory queue; one daemon thread per process (started on the
-first record, so after a fork) writes the queue in small batches with its own database
-connection, outside any request transaction (a rollback does not take the record with it).
-When the queue is full or a write fails, the records are dropped and counted (`dropped`);
-the first loss of a handler is reported once on stderr, directly (logging it would loop).
-Records logged in a writer thread and those of `django.db.backends` are never stored.
+and queues it; one daemon thread per process (started on the first record, so after a fork)
+writes with its own connection, outside any request transaction. Losses are counted
+(`dropped`) and reported once on stderr, directly (logging them would loop).
 
 This module is imported when logging is configured, before the apps are ready: it imports
 models only inside the writer thread.
@@ -209,29 +206,3 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 def database_handlers() -> list[DatabaseLogHandler]:
     """The handlers of this process (e.g. to read their `dropped` counters)."""
     return list(_all_handlers)
-
-
-_configured: list[DatabaseLogHandler] = []  # the handler LOGGING made last (a strong reference)
-
-
-def configured_handler(**kwargs: object) -> DatabaseLogHandler:
-    """The factory LOGGING names: it remembers the handler it makes, for
-    `keep_on_celery_root_logger` (logging may be configured again, e.g. by a second
-    `django.setup()`, which replaces the handler)."""
-    handler = DatabaseLogHandler(**kwargs)  # type: ignore[arg-type]
-    _configured[:] = [handler]
-    return handler
-
-
-def keep_on_celery_root_logger() -> None:
-    """A Celery worker replaces the root logger's handlers with its own when it sets up
-    logging; put the configured database handler back afterwards."""
-    from celery.signals import after_setup_logger
-
-    def reattach(logger: logging.Logger | None = None, **kwargs: object) -> None:
-        root = logging.getLogger()
-        for handler in _configured:
-            if handler not in root.handlers:
-                root.addHandler(handler)
-
-    after_setup_logger.connect(reattach, weak=False, dispatch_uid="general.log_handler")
