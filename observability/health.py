@@ -1,13 +1,10 @@
-"""Readiness (`GET /serviceorchestration/monitor/health`): whether this process can serve now,
-dependency by dependency. Echo stays the liveness probe; this one asks the database (and
-whether every migration is applied), the Celery broker and the MQTT broker when they are
-configured, and whatever the apps register (observability/registry.py: the MQTT broker is
-the notifications app's).
+"""Readiness (`GET /serviceorchestration/monitor/health`; docs/operations.md): the database (and
+whether every migration is applied), the Celery broker when configured, and whatever the apps
+register (observability/registry.py: the MQTT broker is the notifications app's).
 
 Each dependency is asked in a thread of its own with HEALTH_TIMEOUT_SECONDS to answer, so a
-hung dependency costs the probe that long and no more, and one slow part does not hide the
-state of the others. A result is reused for REUSE_SECONDS: a flood of probes opens no more
-connections than one probe a second does."""
+hung one costs the probe that long and no more and does not hide the others. A result is
+reused for REUSE_SECONDS: a flood of probes opens no more connections than one a second does."""
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
