@@ -18,7 +18,6 @@ import threading
 import time
 import traceback
 import weakref
-from dataclasses import dataclass
 
 from general.log_columns import MAX_LOGGER_LENGTH
 from general.severities import RANKS, severity_of
@@ -33,15 +32,6 @@ _all_handlers: "weakref.WeakSet[DatabaseLogHandler]" = weakref.WeakSet()
 _writer_thread = threading.local()  # `active` in every writer thread, of any handler
 
 
-@dataclass(frozen=True)
-class PendingEntry:
-    entry_date: dt.datetime
-    logger: str
-    severity: str
-    message: str
-    exception: str | None
-
-
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
@@ -50,8 +40,8 @@ def _ignored(name: str) -> bool:
     return any(name == prefix or name.startswith(prefix + ".") for prefix in IGNORED_LOGGERS)
 
 
-def pending_entry(record: logging.LogRecord) -> PendingEntry:
-    """What is stored of a record: its message with the request id in front (when it was
+def pending_entry(record: logging.LogRecord) -> dict:
+    """The LogEntry fields of a record: its message with the request id in front (when it was
     logged while serving a request), its traceback, both cut to MAX_MESSAGE_LENGTH."""
     message = record.getMessage()
     request_id = getattr(record, "request_id", "-")
@@ -64,13 +54,11 @@ def pending_entry(record: logging.LogRecord) -> PendingEntry:
         exception = record.exc_text
     if record.stack_info:
         exception = "\n".join(filter(None, [exception, record.stack_info]))
-    return PendingEntry(
-        entry_date=dt.datetime.fromtimestamp(record.created, tz=dt.timezone.utc),
-        logger=_cut(record.name, MAX_LOGGER_LENGTH),
-        severity=severity_of(record.levelno),
-        message=_cut(message, MAX_MESSAGE_LENGTH),
-        exception=None if exception is None else _cut(exception, MAX_MESSAGE_LENGTH),
-    )
+    severity = severity_of(record.levelno)
+    return {"entry_date": dt.datetime.fromtimestamp(record.created, tz=dt.timezone.utc),
+            "logger": _cut(record.name, MAX_LOGGER_LENGTH), "severity": severity,
+            "level": RANKS[severity], "message": _cut(message, MAX_MESSAGE_LENGTH),
+            "exception": None if exception is None else _cut(exception, MAX_MESSAGE_LENGTH)}
 
 
 class DatabaseLogHandler(logging.Handler):
@@ -87,7 +75,7 @@ class DatabaseLogHandler(logging.Handler):
     def _reset(self) -> None:
         """A fresh queue, counters and no writer: at start and in a forked child, where the
         parent's thread does not exist and its queue's locks may be held forever."""
-        self._queue: queue.Queue[PendingEntry] = queue.Queue(self.capacity)
+        self._queue: queue.Queue[dict] = queue.Queue(self.capacity)
         self._start_lock = threading.Lock()
         self._counter_lock = threading.Lock()
         self._writer: threading.Thread | None = None
@@ -176,14 +164,10 @@ class DatabaseLogHandler(logging.Handler):
             if self._queue.empty():
                 _close_connection()  # hold no connection while idle
 
-    def _write(self, batch: list[PendingEntry]) -> None:
+    def _write(self, batch: list[dict]) -> None:
         from general.models import LogEntry
 
-        LogEntry.objects.bulk_create([
-            LogEntry(entry_date=entry.entry_date, logger=entry.logger, severity=entry.severity,
-                     level=RANKS[entry.severity], message=entry.message,
-                     exception=entry.exception)
-            for entry in batch])
+        LogEntry.objects.bulk_create([LogEntry(**entry) for entry in batch])
 
 
 def _close_connection() -> None:
