@@ -25,8 +25,8 @@ from general.severities import RANKS, severity_of
 MAX_MESSAGE_LENGTH = 10_000  # longer messages (and tracebacks) are cut, ending in "…"
 QUEUE_CAPACITY = 10_000
 BATCH_SIZE = 100
-# Loggers whose records would be caused by the writing itself (SQL statements and errors).
-IGNORED_LOGGERS = ("django.db.backends",)
+# The logger (and its children) whose records the writing itself causes (SQL and its errors).
+IGNORED_LOGGER = "django.db.backends"
 
 _all_handlers: "weakref.WeakSet[DatabaseLogHandler]" = weakref.WeakSet()
 _writer_thread = threading.local()  # `active` in every writer thread, of any handler
@@ -34,10 +34,6 @@ _writer_thread = threading.local()  # `active` in every writer thread, of any ha
 
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
-def _ignored(name: str) -> bool:
-    return any(name == prefix or name.startswith(prefix + ".") for prefix in IGNORED_LOGGERS)
 
 
 def pending_entry(record: logging.LogRecord) -> dict:
@@ -87,7 +83,8 @@ class DatabaseLogHandler(logging.Handler):
     # --- in the thread that logs -----------------------------------------------------------
 
     def emit(self, record: logging.LogRecord) -> None:
-        if _ignored(record.name) or getattr(_writer_thread, "active", False):
+        if (record.name + ".").startswith(IGNORED_LOGGER + ".") \
+                or getattr(_writer_thread, "active", False):
             return
         try:
             entry = pending_entry(record)

@@ -68,15 +68,10 @@ def _component(check: HealthCheck) -> dict[str, str]:
     try:
         details = check(time.monotonic() + settings.HEALTH_TIMEOUT_SECONDS)
     except Exception as error:  # noqa: BLE001 (any failure of a dependency is its DOWN)
-        return {"status": DOWN, "error": _described(error)}
-    if details:
-        return {"status": DOWN, **details}
-    return {"status": UP}
-
-
-def _described(error: Exception) -> str:
-    text = " ".join(str(error).split())[:300]
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+        text = " ".join(str(error).split())[:300]
+        return {"status": DOWN,
+                "error": f"{type(error).__name__}: {text}" if text else type(error).__name__}
+    return {"status": DOWN, **details} if details else {"status": UP}
 
 
 def _measure() -> dict:
