@@ -9,6 +9,7 @@ writes with its own connection, outside any request transaction. Losses are coun
 This module is imported when logging is configured, before the apps are ready: it imports
 models only inside the writer thread.
 """
+import contextlib
 import datetime as dt
 import logging
 import os
@@ -118,13 +119,11 @@ class DatabaseLogHandler(logging.Handler):
         if not first:
             return
         cause = f" ({type(error).__name__}: {' '.join(str(error).split())})" if error else ""
-        try:
+        with contextlib.suppress(Exception):  # else nowhere left to report to
             sys.stderr.write(
                 f"general.log_handler: {count} log record(s) not stored in the database: "
                 f"{reason}{cause}. Further losses are counted, not reported.\n")
             sys.stderr.flush()
-        except Exception:  # noqa: S110 - nowhere left to report to
-            pass
 
     def flush(self, timeout: float = 2.0) -> bool:
         """Wait (at most `timeout` seconds) until every queued record is written or dropped;
@@ -170,10 +169,8 @@ class DatabaseLogHandler(logging.Handler):
 def _close_connection() -> None:
     from django.db import connection
 
-    try:
+    with contextlib.suppress(Exception):  # it is gone either way
         connection.close()
-    except Exception:  # noqa: S110 - it is gone either way
-        pass
 
 
 def _after_fork_in_child() -> None:
