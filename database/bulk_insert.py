@@ -18,7 +18,8 @@ def rows_insert(model: type[models.Model], columns: Sequence[str],
     connection = transaction.get_connection()
     by_column = {field.column: field for field in model._meta.concrete_fields}
     preparers = [_preparer(by_column[column], connection) for column in columns]
-    prepared = [[prepare(value) for prepare, value in zip(preparers, row)] for row in rows]
+    prepared = [[prepare(value) for prepare, value in zip(preparers, row, strict=True)]
+                for row in rows]
     if not prepared:
         return
     table = connection.ops.quote_name(model._meta.db_table)
