@@ -93,30 +93,22 @@ def _listening(address: tuple[str, int] | str | int) -> tuple[str, str]:
 
 
 def child_exit(server, worker) -> None:
-    """In the master, after a worker exited (observability/metrics_files.py)."""
+    """In the master, after a worker exited: prometheus_client forgets its live gauges (the
+    service has none yet; its counters and histograms stay counted)."""
     if settings.METRICS_DIR:
-        from observability.metrics_files import metrics_process_dead
+        from prometheus_client import multiprocess
 
-        metrics_process_dead(settings.METRICS_DIR, worker.pid)
-
-
-def post_worker_init(worker) -> None:
-    """In each worker after the fork, what config/processes.py lists for a web worker: without
-    a Celery broker (`make run` defaults) a thread runs the periodic tasks (expiry,
-    notification retries); the pull snapshot loads in the background."""
-    processes.web_worker_start()
+        multiprocess.mark_process_dead(worker.pid, settings.METRICS_DIR)
 
 
-def worker_exit(server, worker) -> None:
-    """A worker stopping gracefully writes the pull jobs it has not written yet
-    (orchestration/history/job_writer.py) and ends its snapshot thread (config/processes.py)."""
-    processes.web_worker_stop()
+# What each worker starts after the fork, and does when it stops gracefully.
+post_worker_init = processes.web_worker_start
+worker_exit = processes.web_worker_stop
 
 
 def when_ready(server) -> None:
-    """In the master, once: start nginx (the master stops when nginx does); register in the
-    ServiceRegistry in a background thread (nothing without SERVICE_REGISTRY_URL;
-    docs/local-cloud.md; config/processes.py)."""
+    """In the master, once: start nginx (the master stops when nginx does), then what
+    config/processes.py starts in the master."""
     global _front
 
     def nginx_ended() -> None:

@@ -1,12 +1,8 @@
 """`python -m config.keep_running -- COMMAND [ARG...]`: run COMMAND, and start it again whenever
 it ends on its own with a failure. `make worker-main`, `make worker-http` and `make beat` (so
-the Procfile's `worker` and `beat`) run their Celery process under it.
-
-A Celery worker can die of an error raised while its broker connection is lost (seen: kombu's
-Redis transport, `AttributeError: 'NoneType' object has no attribute 'hostname'`, when Redis
-restarted during a fan-out); nothing then evaluates changes or sends pushes until someone
-restarts it. compose restarts its containers itself (`restart: unless-stopped`), systemd by
-its unit; this is the same for `make` and honcho.
+the Procfile's `worker` and `beat`) run their Celery process under it: a worker can die of an
+error raised while its broker connection is lost (docs/decisions.md, "Celery processes restart
+themselves"), and then nothing sends pushes until someone restarts it.
 
 - A failure (a status other than 0, or a signal it was not sent by us) restarts the command
   after 1 s, doubling up to 30 s while it keeps failing within a minute of its start.

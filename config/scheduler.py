@@ -10,7 +10,6 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -27,9 +26,7 @@ _thread: threading.Thread | None = None
 class _Entry:
     name: str
     task: str
-    interval: float
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
+    interval: float  # seconds: every entry of CELERY_BEAT_SCHEDULE is a plain number
     due: float
 
 
@@ -43,7 +40,10 @@ def start_in_process_scheduler() -> threading.Thread | None:
         if _thread is not None and _thread.is_alive():
             return _thread
         stop_event.clear()
-        entries = _entries(settings.CELERY_BEAT_SCHEDULE)
+        now = time.monotonic()
+        entries = [_Entry(name, entry["task"], float(entry["schedule"]),
+                          now + float(entry["schedule"]))
+                   for name, entry in settings.CELERY_BEAT_SCHEDULE.items()]
         _thread = threading.Thread(target=_run, args=(entries,), name="in-process-beat",
                                    daemon=True)
         _thread.start()
@@ -58,29 +58,6 @@ def stop_in_process_scheduler(timeout: float = 10.0) -> None:
         if _thread is not None:
             _thread.join(timeout)
         _thread = None
-
-
-def _entries(schedule: dict[str, dict[str, Any]]) -> list[_Entry]:
-    now, entries = time.monotonic(), []
-    for name, entry in schedule.items():
-        interval = _interval_seconds(entry["schedule"])
-        if interval is None:
-            logger.warning("Beat entry %s has no fixed interval; the in-process scheduler "
-                           "skips it", name)
-            continue
-        entries.append(_Entry(name, entry["task"], interval, tuple(entry.get("args", ())),
-                              dict(entry.get("kwargs", {})), due=now + interval))
-    return entries
-
-
-def _interval_seconds(schedule: Any) -> float | None:
-    """Seconds for a number, a timedelta or a celery `schedule`; None for crontabs."""
-    schedule = getattr(schedule, "run_every", schedule)
-    if isinstance(schedule, timedelta):
-        return schedule.total_seconds()
-    if isinstance(schedule, (int, float)) and schedule > 0:
-        return float(schedule)
-    return None
 
 
 def _run(entries: list[_Entry]) -> None:
@@ -104,7 +81,7 @@ def _run_due(celery_app: Any, entries: list[_Entry]) -> None:
             continue
         entry.due = time.monotonic() + entry.interval
         try:
-            result = celery_app.tasks[entry.task].apply(args=entry.args, kwargs=entry.kwargs)
+            result = celery_app.tasks[entry.task].apply()
             if result.failed():
                 logger.error("Periodic task %s (%s) failed: %r", entry.name, entry.task,
                              result.result)

@@ -60,6 +60,12 @@ def env_positive_seconds(name: str, default: float) -> float:
     return value
 
 
+def every(seconds: float, task: str) -> dict:
+    """A CELERY_BEAT_SCHEDULE entry. Plain seconds only: config/scheduler.py runs the same
+    entries without a broker."""
+    return {"task": task, "schedule": float(seconds)}
+
+
 # --- Django core
 SECRET_KEY = env.str("SECRET_KEY", default="insecure-local-default-change-me-in-production")
 DEBUG = env.bool("DEBUG", default=False)
@@ -148,9 +154,7 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql"):
     DATABASES["default"]["ENGINE"] = "database.postgresql"
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
         "connect_timeout", DATABASE_CONNECT_TIMEOUT_SECONDS)
-# A write transaction aborted for a concurrent one (deadlock, serialization failure, SQLite
-# busy) runs again this many times, after a jittered backoff starting at this many seconds
-# (doubling); a conflict that remains is a 423 LOCKED (database.transaction_retry).
+# Retries of a write transaction aborted for a concurrent one (database.transaction_retry).
 DATABASE_CONFLICT_RETRIES = env.int("DATABASE_CONFLICT_RETRIES", default=5)
 DATABASE_CONFLICT_BACKOFF_SECONDS = env.float("DATABASE_CONFLICT_BACKOFF_SECONDS", default=0.05)
 if DATABASE_CONFLICT_RETRIES < 0 or DATABASE_CONFLICT_BACKOFF_SECONDS < 0:
@@ -168,17 +172,14 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = env.str("STATIC_ROOT", default=str(VAR_DIR / "static"))
-# gunicorn does not serve files; the service serves its own (admin, Swagger UI) from STATIC_ROOT
-# unless a front proxy does it. See docs/operations.md.
 SERVE_STATIC = env.bool("SERVE_STATIC", default=True)
 
 # --- Arrowhead service
 SYSTEM_NAME = env.str("SYSTEM_NAME", default="SimpleStoreServiceOrchestration")
 HOST = env.str("HOST", default="127.0.0.1")
 PORT = env.int("PORT", default=8465)
-# The HTTP server (nginx in front of gunicorn: config/gunicorn.py, config/front.py;
-# docs/operations.md, docs/performance.md):
-# 4 processes of 2 threads, chosen by measurement for pull on 2 cores (issue 14).
+# The HTTP server (config/gunicorn.py, config/front.py): 4 processes of 2 threads, chosen by
+# measurement for pull on 2 cores (docs/performance.md).
 WEB_CONCURRENCY = env_positive_int("WEB_CONCURRENCY", 4)
 WEB_THREADS = env_positive_int("WEB_THREADS", 2)
 SERVER_MAX_CONNECTIONS = env_positive_int("SERVER_MAX_CONNECTIONS", 1000)
@@ -199,8 +200,6 @@ if SERVER_LIMIT_REQUEST_FIELDS > 32768:
 
 AUTHENTICATION_POLICIES = ("declared", "token", "outsourced", "certificate")
 AUTHENTICATION_POLICY = env_choice("AUTHENTICATION_POLICY", "declared", AUTHENTICATION_POLICIES)
-# outsourced: identity tokens are verified by an Arrowhead Authentication system, which this
-# service logs into as SYSTEM_NAME with AUTHENTICATION_PASSWORD.
 AUTHENTICATION_SERVICE_URL = env.str("AUTHENTICATION_SERVICE_URL", default="").rstrip("/")
 AUTHENTICATION_PASSWORD = env.str("AUTHENTICATION_PASSWORD", default="")
 AUTHENTICATION_CACHE_SECONDS = env.int("AUTHENTICATION_CACHE_SECONDS", default=30)
@@ -209,8 +208,6 @@ AUTHENTICATION_TIMEOUT_SECONDS = env.float("AUTHENTICATION_TIMEOUT_SECONDS", def
 # ServiceRegistry (checked after SERVICE_REGISTRY_URL below).
 if AUTHENTICATION_POLICY == "outsourced" and not AUTHENTICATION_PASSWORD:
     raise ImproperlyConfigured("AUTHENTICATION_POLICY=outsourced needs AUTHENTICATION_PASSWORD")
-# generic_https: gunicorn serves TLS with these; TLS_CA_FILE also asks clients for certificates
-# (the certificate policy identifies systems by them).
 TLS_CERT_FILE = env.str("TLS_CERT_FILE", default="")
 TLS_KEY_FILE = env.str("TLS_KEY_FILE", default="")
 TLS_CA_FILE = env.str("TLS_CA_FILE", default="")
@@ -237,8 +234,6 @@ if HTTPS_ONLY:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SILENCED_SYSTEM_CHECKS += ["security.W008", "security.W021"]
 # --- end of Production safety
-# authorization: ConsumerAuthorization decides for the systems that are neither operators nor
-# whitelisted (docs/identity.md).
 MANAGEMENT_POLICIES = ("sysop-only", "whitelist", "permission", "authorization")
 MANAGEMENT_POLICY = env_choice("MANAGEMENT_POLICY", "permission", MANAGEMENT_POLICIES)
 MANAGEMENT_WHITELIST = env.list("MANAGEMENT_WHITELIST", default=[])
@@ -246,17 +241,12 @@ NORMALIZATION_MODE = env_choice("NORMALIZATION_MODE", "extended", ("extended", "
 MAX_PAGE_SIZE = env_positive_int("MAX_PAGE_SIZE", 1000)
 MAX_BULK_SIZE = env_positive_int("MAX_BULK_SIZE", 1000)
 # Request limits (docs/limits.md): one request may only cause work proportional to these.
-# Lists of entries or ids are bounded by MAX_BULK_SIZE; every other list, object and string in
-# a request body by the values below, checked before anything is validated further or written.
 MAX_LIST_LENGTH = env_positive_int("MAX_LIST_LENGTH", 100)
 MAX_STRING_LENGTH = env_positive_int("MAX_STRING_LENGTH", 4096)
 MAX_JSON_DEPTH = env_positive_int("MAX_JSON_DEPTH", 10)
-# Each requested operation costs one authorization token per token-protected result interface.
 MAX_PULL_OPERATIONS = env_positive_int("MAX_PULL_OPERATIONS", 20)
-# Every subscription of a system is re-evaluated whenever its rules or instances change.
 MAX_SUBSCRIPTIONS_PER_SYSTEM = env_positive_int("MAX_SUBSCRIPTIONS_PER_SYSTEM", 100)
-# Largest request body (413 above it, checked before reading; api.request_guard). 2 MiB
-# holds a create of MAX_BULK_SIZE instances of about 2 KB each (docs/decisions.md).
+# 2 MiB holds a create of MAX_BULK_SIZE instances of about 2 KB each (docs/decisions.md).
 MAX_REQUEST_BODY_BYTES = env_positive_int("MAX_REQUEST_BODY_BYTES", 2 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES  # Django's own check (admin forms) agrees
 QOS_ENABLED = env.bool("QOS_ENABLED", default=False)
@@ -268,30 +258,26 @@ TOKEN_USAGE_LIMIT = env_positive_int("TOKEN_USAGE_LIMIT", 10)
 IDENTITY_TOKEN_TTL_SECONDS = env_positive_int("IDENTITY_TOKEN_TTL_SECONDS", 365 * 24 * 3600)
 
 # --- ServiceRegistry (docs/local-cloud.md)
-# Empty: standalone, no ServiceRegistry traffic at all. Otherwise the gunicorn master registers
-# this system and its services there at start-up and revokes them on a graceful shutdown.
+# Empty: standalone, no ServiceRegistry traffic at all.
 SERVICE_REGISTRY_URL = env_origin("SERVICE_REGISTRY_URL")
-if SERVICE_REGISTRY_URL:
-    if AUTHENTICATION_POLICY == "certificate" and not SERVICE_REGISTRY_URL.startswith("https:"):
-        raise ImproperlyConfigured("SERVICE_REGISTRY_URL must be https:// under "
-                                   "AUTHENTICATION_POLICY=certificate (the client certificate "
-                                   "is our identity)")
+if AUTHENTICATION_POLICY == "certificate" and SERVICE_REGISTRY_URL \
+        and not SERVICE_REGISTRY_URL.startswith("https:"):
+    raise ImproperlyConfigured("SERVICE_REGISTRY_URL must be https:// under "
+                               "AUTHENTICATION_POLICY=certificate (the client certificate "
+                               "is our identity)")
 if AUTHENTICATION_POLICY == "outsourced" and not (AUTHENTICATION_SERVICE_URL
                                                   or SERVICE_REGISTRY_URL):
     raise ImproperlyConfigured("AUTHENTICATION_POLICY=outsourced needs AUTHENTICATION_SERVICE_URL "
                                "or SERVICE_REGISTRY_URL (to find the Authentication system)")
-# The address other systems reach us at (registered as accessAddresses): HOST, or this
-# machine's host name when HOST is a wildcard address.
+# The address other systems reach us at: HOST, or the host name when HOST is a wildcard.
 SERVICE_ADDRESS = env.str("SERVICE_ADDRESS", default="").strip() or (
     socket.gethostname() if HOST in ("0.0.0.0", "::", "") else HOST)
 if not SERVICE_ADDRESS or any(character.isspace() or character in "/?#@"
                               for character in SERVICE_ADDRESS):
     raise ImproperlyConfigured(f"SERVICE_ADDRESS={SERVICE_ADDRESS!r} is not a host name or "
                                "IP address")
-# How long instance data looked up in the ServiceRegistry is reused by pull.
 SERVICE_REGISTRY_CACHE_SECONDS = env_non_negative_int("SERVICE_REGISTRY_CACHE_SECONDS", 10)
 SERVICE_REGISTRY_TIMEOUT_SECONDS = env_positive_seconds("SERVICE_REGISTRY_TIMEOUT_SECONDS", 5)
-# A failed registration is tried again after MIN seconds, doubling up to MAX, until it succeeds.
 SERVICE_REGISTRY_RETRY_MIN_SECONDS = env_positive_seconds("SERVICE_REGISTRY_RETRY_MIN_SECONDS",
                                                           1)
 SERVICE_REGISTRY_RETRY_MAX_SECONDS = env_positive_seconds("SERVICE_REGISTRY_RETRY_MAX_SECONDS",
@@ -299,10 +285,7 @@ SERVICE_REGISTRY_RETRY_MAX_SECONDS = env_positive_seconds("SERVICE_REGISTRY_RETR
 if SERVICE_REGISTRY_RETRY_MAX_SECONDS < SERVICE_REGISTRY_RETRY_MIN_SECONDS:
     raise ImproperlyConfigured("SERVICE_REGISTRY_RETRY_MAX_SECONDS must not be less than "
                                "SERVICE_REGISTRY_RETRY_MIN_SECONDS")
-# Revocation on shutdown takes at most this long in total, whatever the ServiceRegistry does.
 SERVICE_REGISTRY_REVOKE_SECONDS = env_positive_seconds("SERVICE_REGISTRY_REVOKE_SECONDS", 5)
-# With SERVICE_REGISTRY_URL, the instances behind live subscriptions are looked up this often
-# and their changes pushed (the ServiceRegistry has no change events).
 SERVICE_REGISTRY_POLL_SECONDS = env_positive_int("SERVICE_REGISTRY_POLL_SECONDS", 30)
 # --- end of ServiceRegistry
 
@@ -311,16 +294,11 @@ SERVICE_REGISTRY_POLL_SECONDS = env_positive_int("SERVICE_REGISTRY_POLL_SECONDS"
 CONSUMER_AUTHORIZATION_URL = env_origin("CONSUMER_AUTHORIZATION_URL")
 BLACKLIST_URL = env_origin("BLACKLIST_URL")
 PEER_TIMEOUT_SECONDS = env_positive_seconds("PEER_TIMEOUT_SECONDS", 5)
-# MANAGEMENT_POLICY=authorization: how long a ConsumerAuthorization answer is reused.
 CONSUMER_AUTHORIZATION_CACHE_SECONDS = env_non_negative_int(
     "CONSUMER_AUTHORIZATION_CACHE_SECONDS", 5)
-# Who issues the authorization tokens of pull and push results: this service (`own`), or
-# ConsumerAuthorization (`consumer-authorization`), where the providers of the cloud verify them.
 AUTHORIZATION_TOKENS = env_choice("AUTHORIZATION_TOKENS", "own",
                                   ("own", "consumer-authorization"))
-# Requesters and providers on the Blacklist are refused and dropped (reference-dynamic §9.5).
 BLACKLIST_FILTER = env.bool("BLACKLIST_FILTER", default=False)
-# Blacklist unreachable: refuse every requester and drop every provider (true), or serve all.
 BLACKLIST_FORCE = env.bool("BLACKLIST_FORCE", default=True)
 BLACKLIST_EXCLUDE = env.list("BLACKLIST_EXCLUDE", default=[
     "ServiceRegistry", "Authentication", "ConsumerAuthorization", "DynamicServiceOrchestration"])
@@ -341,110 +319,75 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="serviceorchestration")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# Beat's schedule file goes with the other runtime files into var/ (git-ignored), not into
-# the working directory; `make beat` creates var/ first.
+# In var/ (git-ignored; `make beat` creates it), not in the working directory.
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # Processes of `make worker-main` (the default and MQTT delivery queues). Its tasks wait on the
 # database and the MQTT broker much of the time: with one process per core a 10 000-subscriber
 # fan-out left 40 % of the CPU idle while sending (docs/performance.md, push fan-out).
 CELERY_WORKER_CONCURRENCY = env_positive_int("WORKER_CONCURRENCY", 2 * (os.cpu_count() or 1))
-# A change burst (bulk edits, imports) is evaluated once this many seconds after it began.
 SUBSCRIPTION_COALESCE_SECONDS = env.float("SUBSCRIPTION_COALESCE_SECONDS", default=1.0)
 INSTANCE_CLEANUP_INTERVAL_SECONDS = env_positive_int("INSTANCE_CLEANUP_INTERVAL_SECONDS", 60)
 CELERY_BEAT_SCHEDULE = {
-    "remove-expired-instances": {
-        "task": "store.remove_expired_instances",
-        "schedule": float(INSTANCE_CLEANUP_INTERVAL_SECONDS),
-    },
-    "remove-expired-subscriptions": {
-        "task": "subscriptions.remove_expired",
-        "schedule": float(INSTANCE_CLEANUP_INTERVAL_SECONDS),
-    },
-    "process-catalog-changes": {  # without a broker the only path; with one a safety net
-        "task": "subscriptions.process_changes",
-        "schedule": 2.0,
-    },
-    "remove-expired-locks-and-tokens": {
-        "task": "orchestration.remove_expired_locks_and_tokens",
-        "schedule": float(INSTANCE_CLEANUP_INTERVAL_SECONDS),
-    },
+    "remove-expired-instances": every(INSTANCE_CLEANUP_INTERVAL_SECONDS,
+                                      "store.remove_expired_instances"),
+    "remove-expired-subscriptions": every(INSTANCE_CLEANUP_INTERVAL_SECONDS,
+                                          "subscriptions.remove_expired"),
+    # Without a broker the only path; with one a safety net.
+    "process-catalog-changes": every(2, "subscriptions.process_changes"),
+    "remove-expired-locks-and-tokens": every(INSTANCE_CLEANUP_INTERVAL_SECONDS,
+                                             "orchestration.remove_expired_locks_and_tokens"),
 }
 if QOS_ENABLED:  # the probe connects to provider addresses: only when QoS is switched on
-    CELERY_BEAT_SCHEDULE["measure-interface-latency"] = {
-        "task": "orchestration.measure_interface_latency",
-        "schedule": float(QOS_PROBE_INTERVAL_SECONDS),
-    }
-
+    CELERY_BEAT_SCHEDULE["measure-interface-latency"] = every(
+        QOS_PROBE_INTERVAL_SECONDS, "orchestration.measure_interface_latency")
 if SERVICE_REGISTRY_URL:  # docs/local-cloud.md "Polling"
-    CELERY_BEAT_SCHEDULE["poll-service-registry"] = {
-        "task": "serviceregistry.poll_instances",
-        "schedule": float(SERVICE_REGISTRY_POLL_SECONDS),
-    }
+    CELERY_BEAT_SCHEDULE["poll-service-registry"] = every(SERVICE_REGISTRY_POLL_SECONDS,
+                                                          "serviceregistry.poll_instances")
 
 # --- History
-# DONE and ERROR jobs finished longer ago than this are deleted by beat, in batches
-# (docs/history.md); 0 keeps them forever.
+# Finished jobs are deleted this many days after (docs/history.md); 0 keeps them forever.
 HISTORY_MAX_AGE_DAYS = env.int("HISTORY_MAX_AGE_DAYS", default=15)
 if HISTORY_MAX_AGE_DAYS < 0:
     raise ImproperlyConfigured(
         f"HISTORY_MAX_AGE_DAYS must be 0 (keep forever) or a number of days, got "
         f"{HISTORY_MAX_AGE_DAYS}")
-CELERY_BEAT_SCHEDULE["remove-old-jobs"] = {
-    "task": "orchestration.remove_old_jobs",
-    "schedule": 300.0,
-}
+CELERY_BEAT_SCHEDULE["remove-old-jobs"] = every(300, "orchestration.remove_old_jobs")
 # The history's count rows (one per job-writing statement) folded into one per type and status.
-CELERY_BEAT_SCHEDULE["compact-job-counts"] = {
-    "task": "orchestration.compact_job_counts",
-    "schedule": 30.0,
-}
+CELERY_BEAT_SCHEDULE["compact-job-counts"] = every(30, "orchestration.compact_job_counts")
 
 # --- Pull snapshot (orchestration/snapshot/state.py, docs/performance.md)
-# Each web process keeps every rule, instance and reservation in memory and answers pulls from
-# it, refreshed from a change feed the database triggers write; above PULL_SNAPSHOT_MAX_RULES
-# rules (about 150 bytes each per process) pulls query the database.
+# Above PULL_SNAPSHOT_MAX_RULES rules (about 150 bytes each per process) pulls query the
+# database.
 PULL_SNAPSHOT = env.bool("PULL_SNAPSHOT", default=True)
 PULL_SNAPSHOT_MAX_RULES = env_non_negative_int("PULL_SNAPSHOT_MAX_RULES", 2_000_000)
-CELERY_BEAT_SCHEDULE["prune-snapshot-changes"] = {
-    "task": "orchestration.prune_snapshot_changes",
-    "schedule": 60.0,
-}
+CELERY_BEAT_SCHEDULE["prune-snapshot-changes"] = every(60, "orchestration.prune_snapshot_changes")
 
 # --- MQTT (notification delivery)
 MQTT_BROKER_URL = env.str("MQTT_BROKER_URL", default="mqtt://127.0.0.1:1883")
-# The MQTT interface (issue 16): every operation also served over the broker.
 MQTT_API_ENABLED = env.bool("MQTT_API_ENABLED", default=False)
 MQTT_API_BASE_TOPIC = env.str("MQTT_API_BASE_TOPIC", default="arrowhead/serviceorchestration/")
 if not MQTT_API_BASE_TOPIC.endswith("/") or any(c in MQTT_API_BASE_TOPIC for c in "#+\x00"):
     raise ImproperlyConfigured("MQTT_API_BASE_TOPIC must be a topic name ending with '/', "
                                f"without wildcards, got {MQTT_API_BASE_TOPIC!r}")
-# Processes of the MQTT interface share the requests through this MQTT shared subscription
-# group ($share/<group>/...); empty: plain subscriptions (one process only).
+# The interface's processes share the requests in this group ($share/<group>/...).
 MQTT_API_SHARE_GROUP = env.str("MQTT_API_SHARE_GROUP", default="serviceorchestration")
-# Each system's MQTT topics under `<root><system name>/` (issue 29, docs/mqtt-api.md): notify
-# topics under their target's, the MQTT interface's answers under the requester's, as the
-# shipped broker's ACL (deploy/mosquitto.acl) lets systems read. Empty: any topic.
+# Each system's MQTT topics under `<root><system name>/` (docs/mqtt-api.md); empty: any topic.
 MQTT_SYSTEM_TOPIC_ROOT = env.str("MQTT_SYSTEM_TOPIC_ROOT", default="")
 if MQTT_SYSTEM_TOPIC_ROOT and (not MQTT_SYSTEM_TOPIC_ROOT.endswith("/") or any(
         c in MQTT_SYSTEM_TOPIC_ROOT for c in "#+\x00")):
     raise ImproperlyConfigured("MQTT_SYSTEM_TOPIC_ROOT must be empty or a topic name ending "
                                f"with '/', without wildcards, got {MQTT_SYSTEM_TOPIC_ROOT!r}")
-# Threads of an MQTT interface process answering requests, and requests it lets wait.
 MQTT_API_THREADS = env_positive_int("MQTT_API_THREADS", 4)
 MQTT_API_QUEUE = env_positive_int("MQTT_API_QUEUE", 1000)
-# Request bytes an MQTT interface process holds waiting or being answered (api.body_budget);
-# past it a request is answered 503 at once. At least the largest request (mqtt_api.server).
+# At least the largest request (checked by mqtt_api.server).
 MQTT_API_BUDGET_BYTES = env_positive_int("MQTT_API_BUDGET_BYTES", 32 * 1024 * 1024)
 
 # --- Metrics (issue 17; docs/metrics.md)
-# GET /metrics in the Prometheus formats; off: the path answers as any unknown path. With
-# METRICS_TOKEN set a scrape must send `Authorization: Bearer <METRICS_TOKEN>`.
 METRICS_ENABLED = env.bool("METRICS_ENABLED", default=False)
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
-# Every process of this host (gunicorn workers, Celery workers, the MQTT interface) writes its
-# counts to files in this directory and a scrape adds them up (prometheus_client's
-# multiprocess mode). prometheus_client reads the directory from the environment only, before
-# any metric exists: it is exported here, where every process reads its settings first.
+# Every process of this host writes its counts to files in this directory and a scrape adds
+# them up. prometheus_client reads the directory from the environment only, before any metric
+# exists: it is exported here, where every process reads its settings first.
 METRICS_DIR = ""  # off: each process counts in memory, and nothing shows it
 if METRICS_ENABLED:
     METRICS_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default=str(VAR_DIR / "metrics"))
@@ -493,9 +436,7 @@ HEALTH_TIMEOUT_SECONDS = env_positive_seconds("HEALTH_TIMEOUT_SECONDS", 3)
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO").upper()
 # plain: `time level [request id] logger: message` lines; json: one JSON object per line
 # (observability.log_records.JsonFormatter), for every process (gunicorn's own lines too).
-LOG_FORMAT = env.str("LOG_FORMAT", default="plain").strip().lower()
-if LOG_FORMAT not in ("plain", "json"):
-    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r} is not one of plain, json")
+LOG_FORMAT = env_choice("LOG_FORMAT", "plain", ("plain", "json"))
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -527,39 +468,30 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # --- General management: logs in the database, their retention
 # Records at LOG_DB_LEVEL and above (and at LOG_LEVEL, which passes them on) are also stored
-# for the logs query, by a handler that never blocks the code that logs (general.log_handler).
-# OFF stores nothing. They are kept LOG_DB_MAX_AGE_DAYS days (0: forever).
+# for the logs query (general.log_handler); OFF stores nothing.
 LOG_DB_LEVEL = env.str("LOG_DB_LEVEL", default="WARNING").strip().upper()
 if LOG_DB_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", "OFF"):
     raise ImproperlyConfigured(f"LOG_DB_LEVEL={LOG_DB_LEVEL!r} is not one of DEBUG, INFO, "
                                "WARNING, ERROR, CRITICAL, OFF")
-LOG_DB_MAX_AGE_DAYS = env.int("LOG_DB_MAX_AGE_DAYS", default=15)
-if LOG_DB_MAX_AGE_DAYS < 0:
-    raise ImproperlyConfigured(f"LOG_DB_MAX_AGE_DAYS must not be negative, got "
-                               f"{LOG_DB_MAX_AGE_DAYS}")
+LOG_DB_MAX_AGE_DAYS = env_non_negative_int("LOG_DB_MAX_AGE_DAYS", 15)
 if LOG_DB_LEVEL != "OFF":
     LOGGING["handlers"]["database"] = {
-        "()": "general.log_handler.configured_handler",
+        "class": "general.log_handler.DatabaseLogHandler",
         "level": LOG_DB_LEVEL,
         "filters": ["request_id"],
     }
     LOGGING["root"]["handlers"].append("database")
-CELERY_BEAT_SCHEDULE["remove-old-logs"] = {"task": "general.remove_old_logs", "schedule": 3600.0}
+CELERY_BEAT_SCHEDULE["remove-old-logs"] = every(3600, "general.remove_old_logs")
 # --- end of General management
 
 # --- Notifications
-# Push delivery of subscription results (notifications app); see the README.
 MQTT_QOS = env.int("MQTT_QOS", default=1)
 if MQTT_QOS not in (0, 1, 2):
     raise ImproperlyConfigured(f"MQTT_QOS must be 0, 1 or 2, got {MQTT_QOS}")
 MQTT_TIMEOUT_SECONDS = env_positive_int("MQTT_TIMEOUT_SECONDS", 5)
-# Connecting (TCP and TLS) and then waiting for each read of the answer are bounded separately:
-# a dead host is given up on quickly, a slow one is given its read timeout.
 NOTIFY_HTTP_CONNECT_TIMEOUT_SECONDS = env_positive_int("NOTIFY_HTTP_CONNECT_TIMEOUT_SECONDS", 2)
 NOTIFY_HTTP_TIMEOUT_SECONDS = env_positive_int("NOTIFY_HTTP_TIMEOUT_SECONDS", 10)
-# Networks HTTP(S) notifications may go to besides public addresses: loopback, link-local,
-# private and this service's own addresses are refused unless listed here (CIDRs, comma-
-# separated; notifications/address_policy.py).
+# CIDRs HTTP(S) notifications may reach besides public addresses (notifications/address_policy).
 NOTIFY_HTTP_ALLOWED_NETWORKS = env.list("NOTIFY_HTTP_ALLOWED_NETWORKS", default=[])
 try:
     NOTIFY_HTTP_ALLOWED_NETWORKS = tuple(ipaddress.ip_network(network.strip())
@@ -567,58 +499,36 @@ try:
                                          if network.strip())
 except ValueError as error:
     raise ImproperlyConfigured(f"NOTIFY_HTTP_ALLOWED_NETWORKS: {error}") from None
-# One slow or dead HTTP destination (host:port) may only delay its own notifications: at most
-# this many sends to it at once (the others wait without holding a worker), and a circuit
-# breaker that stops sending to it after that many consecutive failures for the cool-down.
+# One slow or dead HTTP destination (host:port) may only delay its own notifications.
 NOTIFY_DESTINATION_MAX_IN_FLIGHT = env_positive_int("NOTIFY_DESTINATION_MAX_IN_FLIGHT", 2)
 NOTIFY_BREAKER_FAILURES = env_positive_int("NOTIFY_BREAKER_FAILURES", 5)
 NOTIFY_BREAKER_COOLDOWN_SECONDS = env_positive_int("NOTIFY_BREAKER_COOLDOWN_SECONDS", 30)
-# Threads sending HTTP(S) notifications: of the HTTP worker `make worker` starts, and of the
-# web process itself when there is no broker.
 NOTIFY_HTTP_CONCURRENCY = env_positive_int("NOTIFY_HTTP_CONCURRENCY", 8)
-# Sends to destinations not known to answer (new ones, and those whose last send failed) are
-# at most this many at once, over all workers: many slow or silent destinations (each within
-# its own limit) cannot take every sending thread from the ones that answer.
 NOTIFY_HTTP_UNPROVEN_MAX_IN_FLIGHT = env_positive_int(
     "NOTIFY_HTTP_UNPROVEN_MAX_IN_FLIGHT", max(1, NOTIFY_HTTP_CONCURRENCY // 2))
 NOTIFICATION_RETRY_BASE_SECONDS = env_positive_int("NOTIFICATION_RETRY_BASE_SECONDS", 2)
 NOTIFICATION_RETRY_MAX_SECONDS = env_positive_int("NOTIFICATION_RETRY_MAX_SECONDS", 300)
 NOTIFICATION_SWEEP_INTERVAL_SECONDS = env_positive_int("NOTIFICATION_SWEEP_INTERVAL_SECONDS", 5)
-# A worker renews its claim every third of the lease while it sends, so only a dead claimant's
-# claim runs out; then the sweeper sends the notification again. Three seconds at least, so
-# that a renewal (one short UPDATE) always fits twice into a lease.
+# A sender renews its claim every third of the lease: three seconds at least, so that a
+# renewal (one short UPDATE) always fits twice into a lease.
 NOTIFICATION_SENDING_LEASE_SECONDS = env_positive_int("NOTIFICATION_SENDING_LEASE_SECONDS", 15)
 if NOTIFICATION_SENDING_LEASE_SECONDS < 3:
-    raise ImproperlyConfigured(
-        f"NOTIFICATION_SENDING_LEASE_SECONDS must be at least 3, got "
-        f"{NOTIFICATION_SENDING_LEASE_SECONDS}"
-    )
-CELERY_BEAT_SCHEDULE["sweep-notifications"] = {
-    "task": "notifications.sweep",
-    "schedule": float(NOTIFICATION_SWEEP_INTERVAL_SECONDS),
-}
-# Finished deliveries (DELIVERED, FAILED, CANCELLED) created longer ago than this are deleted
-# by beat, in batches (notifications/retention.py); 0 keeps them forever.
+    raise ImproperlyConfigured(f"NOTIFICATION_SENDING_LEASE_SECONDS must be at least 3, got "
+                               f"{NOTIFICATION_SENDING_LEASE_SECONDS}")
+CELERY_BEAT_SCHEDULE["sweep-notifications"] = every(
+    NOTIFICATION_SWEEP_INTERVAL_SECONDS, "notifications.sweep")
 NOTIFICATION_MAX_AGE_DAYS = env_non_negative_int("NOTIFICATION_MAX_AGE_DAYS", 15)
-CELERY_BEAT_SCHEDULE["remove-old-deliveries"] = {
-    "task": "notifications.remove_old_deliveries",
-    "schedule": 300.0,
-}
+CELERY_BEAT_SCHEDULE["remove-old-deliveries"] = every(300, "notifications.remove_old_deliveries")
 # --- end of Notifications
 
 # --- Push management
-# A job queued by push management's trigger that has been PENDING (its task lost: broker down,
-# worker died) or IN_PROGRESS (its worker stopped) this long is stale: trigger does not reuse
-# it, the sweep enqueues a PENDING one again and gives an IN_PROGRESS one up (ERROR).
+# docs/push-management.md: stale and timed-out jobs.
 PUSH_JOB_STALE_SECONDS = env_positive_int("PUSH_JOB_STALE_SECONDS", 60)
-# A job no worker has started after this long is given up (ERROR).
 PUSH_JOB_TIMEOUT_SECONDS = env_positive_int("PUSH_JOB_TIMEOUT_SECONDS", 600)
 PUSH_JOB_SWEEP_INTERVAL_SECONDS = env_positive_int("PUSH_JOB_SWEEP_INTERVAL_SECONDS", 30)
 if PUSH_JOB_TIMEOUT_SECONDS <= PUSH_JOB_STALE_SECONDS:
     raise ImproperlyConfigured("PUSH_JOB_TIMEOUT_SECONDS must be greater than "
                                "PUSH_JOB_STALE_SECONDS")
-CELERY_BEAT_SCHEDULE["sweep-push-jobs"] = {
-    "task": "subscriptions.sweep_push_jobs",
-    "schedule": float(PUSH_JOB_SWEEP_INTERVAL_SECONDS),
-}
+CELERY_BEAT_SCHEDULE["sweep-push-jobs"] = every(
+    PUSH_JOB_SWEEP_INTERVAL_SECONDS, "subscriptions.sweep_push_jobs")
 # --- end of Push management

@@ -42,10 +42,6 @@ def java_trim(value: str) -> str:
     return value.strip(_JAVA_BLANKS)
 
 
-def _extended_mode() -> bool:
-    return settings.NORMALIZATION_MODE == "extended"
-
-
 def _to_snake(value: str) -> str:
     """Trim, whitespace runs to `_`, runs of `_`/`-` to a single `_`."""
     return _SEPARATOR_RUN.sub("_", _WHITESPACE_RUN.sub("_", java_trim(value)))
@@ -74,7 +70,7 @@ def snake_to_kebab(snake: str) -> str:
 def _normalize(value: str | None, convert) -> str | None:
     if value is None or not java_trim(value):
         return None
-    if not _extended_mode():
+    if settings.NORMALIZATION_MODE != "extended":
         return java_trim(value)
     return convert(_to_snake(value))
 
@@ -98,13 +94,10 @@ def normalize_interface_template(value: str | None) -> str | None:
 def _validate(value: str | None, pattern: re.Pattern, kind: str) -> str:
     if value is None or len(value) > MAX_NAME_LENGTH or not pattern.fullmatch(value):
         raise InvalidParameter(
-            f"The specified {kind} does not match the naming convention: {_shown(value)}"
+            f"The specified {kind} does not match the naming convention: "
+            f"{'null' if value is None else value}"
         )
     return value
-
-
-def _shown(value: str | None) -> str:
-    return "null" if value is None else value
 
 
 def validate_system_name(value: str | None) -> str:

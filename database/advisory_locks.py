@@ -1,10 +1,8 @@
 """Transaction-scoped PostgreSQL advisory locks on names, taken in one fixed order, so that
 concurrent writers of the same things wait for each other instead of deadlocking or racing
-to insert the same unique key (docs/rule-store.md, "Concurrent writers").
-
-A name is locked before the writer reads what it will write: that also covers rows that do
-not exist yet (a create), which row locks cannot. SQLite has one writer at a time (immediate
-transactions) and needs none of this.
+to insert the same unique key (docs/rule-store.md, "Concurrent writers"). A name is locked
+before the writer reads what it will write, which also covers rows that do not exist yet.
+SQLite has one writer at a time (immediate transactions) and needs none of this.
 """
 import hashlib
 from collections.abc import Iterable

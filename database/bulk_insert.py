@@ -1,12 +1,9 @@
-"""Inserting many rows of one model in one statement, cheaper than `bulk_create`.
-
-On PostgreSQL Django 5.2's `bulk_create` sends each column as an array that the client-side
-binding quotes value by value in Python; with JSON payloads that was most of the time a push
-fan-out spent writing its notifications (docs/performance.md). COPY takes the rows as they
-are. Elsewhere (SQLite) it is one INSERT run for each row, in one transaction.
-
-Values are prepared by their model fields as the ORM prepares them; nothing of `save()` runs
-(no signals, no field defaults: give every column a value).
+"""Inserting many rows of one model in one statement, cheaper than `bulk_create`: on PostgreSQL
+by COPY, which takes the rows as they are (Django 5.2's `bulk_create` quotes each value in
+Python; with JSON payloads that was most of a push fan-out's writing, docs/performance.md);
+elsewhere (SQLite) by one INSERT run for each row, in one transaction. Values are prepared by
+their model fields as the ORM prepares them; nothing of `save()` runs (no signals, no field
+defaults: give every column a value).
 """
 import functools
 from collections.abc import Callable, Iterable, Sequence
@@ -21,7 +18,8 @@ def rows_insert(model: type[models.Model], columns: Sequence[str],
     connection = transaction.get_connection()
     by_column = {field.column: field for field in model._meta.concrete_fields}
     preparers = [_preparer(by_column[column], connection) for column in columns]
-    prepared = [[prepare(value) for prepare, value in zip(preparers, row)] for row in rows]
+    prepared = [[prepare(value) for prepare, value in zip(preparers, row, strict=True)]
+                for row in rows]
     if not prepared:
         return
     table = connection.ops.quote_name(model._meta.db_table)

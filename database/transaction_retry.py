@@ -1,12 +1,7 @@
 """Retrying a whole write transaction that the database aborted for a conflict with a
-concurrent one (SPEC §1: a remaining conflict is a 423 LOCKED, never a 500).
-
-PostgreSQL aborts one of two transactions that wait for each other (`40P01` deadlock
-detected) and, at stricter isolation levels, one whose snapshot went stale (`40001`
-serialization failure); SQLite answers "database is locked" when its busy timeout runs out.
-The aborted transaction did nothing, so running it again from the start is correct, and
-usually succeeds at once. Writers also take their locks in a fixed order (store.locks), so a
-deadlock is the exception; this is the net under it.
+concurrent one (deadlock, serialization failure, SQLite "database is locked"): it did nothing,
+so running it again is correct; a remaining conflict is a 423 LOCKED, never a 500 (SPEC §1;
+docs/rule-store.md, "Concurrent writers").
 
 Use `@retry_on_conflict` on every service entry point that opens a write transaction. It
 retries only when it owns the outermost transaction: inside a caller's `atomic()` block the

@@ -13,16 +13,8 @@ from conventions.exceptions import InvalidParameter
 from conventions.pagination import parse_pagination
 from general import openapi_examples as examples
 from general.config_keys import public_config
-from general.selectors import (
-    SORTING,
-    log_filters_parse,
-    log_list,
-)
-from general.serializers import (
-    ConfigMapSerializer,
-    LogListSerializer,
-    LogQuerySerializer,
-)
+from general.selectors import SORTING, log_filters_parse, log_list
+from general.serializers import ConfigMapSerializer, LogListSerializer, LogQuerySerializer
 
 TAG = ["General management"]
 NO_KEYS = "The list of the requested configuration keys is null or empty"

@@ -1,17 +1,15 @@
 """Log records at LOG_DB_LEVEL and above, also stored in the database (`general.models.LogEntry`)
-for the logs query of general management (docs/general-management.md).
+for the logs query; what it guarantees: docs/general-management.md, "Logs in the database".
 
 The code that logs must never fail or wait because of this: `emit` only formats the record
-and puts it into a bounded in-memory queue; one daemon thread per process (started on the
-first record, so after a fork) writes the queue in small batches with its own database
-connection, outside any request transaction (a rollback does not take the record with it).
-When the queue is full or a write fails, the records are dropped and counted (`dropped`);
-the first loss of a handler is reported once on stderr, directly (logging it would loop).
-Records logged in a writer thread and those of `django.db.backends` are never stored.
+and queues it; one daemon thread per process (started on the first record, so after a fork)
+writes with its own connection, outside any request transaction. Losses are counted
+(`dropped`) and reported once on stderr, directly (logging them would loop).
 
 This module is imported when logging is configured, before the apps are ready: it imports
 models only inside the writer thread.
 """
+import contextlib
 import datetime as dt
 import logging
 import os
@@ -21,7 +19,6 @@ import threading
 import time
 import traceback
 import weakref
-from dataclasses import dataclass
 
 from general.log_columns import MAX_LOGGER_LENGTH
 from general.severities import RANKS, severity_of
@@ -29,32 +26,19 @@ from general.severities import RANKS, severity_of
 MAX_MESSAGE_LENGTH = 10_000  # longer messages (and tracebacks) are cut, ending in "…"
 QUEUE_CAPACITY = 10_000
 BATCH_SIZE = 100
-# Loggers whose records would be caused by the writing itself (SQL statements and errors).
-IGNORED_LOGGERS = ("django.db.backends",)
+# The logger (and its children) whose records the writing itself causes (SQL and its errors).
+IGNORED_LOGGER = "django.db.backends"
 
 _all_handlers: "weakref.WeakSet[DatabaseLogHandler]" = weakref.WeakSet()
 _writer_thread = threading.local()  # `active` in every writer thread, of any handler
-
-
-@dataclass(frozen=True)
-class PendingEntry:
-    entry_date: dt.datetime
-    logger: str
-    severity: str
-    message: str
-    exception: str | None
 
 
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def _ignored(name: str) -> bool:
-    return any(name == prefix or name.startswith(prefix + ".") for prefix in IGNORED_LOGGERS)
-
-
-def pending_entry(record: logging.LogRecord) -> PendingEntry:
-    """What is stored of a record: its message with the request id in front (when it was
+def pending_entry(record: logging.LogRecord) -> dict:
+    """The LogEntry fields of a record: its message with the request id in front (when it was
     logged while serving a request), its traceback, both cut to MAX_MESSAGE_LENGTH."""
     message = record.getMessage()
     request_id = getattr(record, "request_id", "-")
@@ -67,13 +51,11 @@ def pending_entry(record: logging.LogRecord) -> PendingEntry:
         exception = record.exc_text
     if record.stack_info:
         exception = "\n".join(filter(None, [exception, record.stack_info]))
-    return PendingEntry(
-        entry_date=dt.datetime.fromtimestamp(record.created, tz=dt.timezone.utc),
-        logger=_cut(record.name, MAX_LOGGER_LENGTH),
-        severity=severity_of(record.levelno),
-        message=_cut(message, MAX_MESSAGE_LENGTH),
-        exception=None if exception is None else _cut(exception, MAX_MESSAGE_LENGTH),
-    )
+    severity = severity_of(record.levelno)
+    return {"entry_date": dt.datetime.fromtimestamp(record.created, tz=dt.timezone.utc),
+            "logger": _cut(record.name, MAX_LOGGER_LENGTH), "severity": severity,
+            "level": RANKS[severity], "message": _cut(message, MAX_MESSAGE_LENGTH),
+            "exception": None if exception is None else _cut(exception, MAX_MESSAGE_LENGTH)}
 
 
 class DatabaseLogHandler(logging.Handler):
@@ -90,7 +72,7 @@ class DatabaseLogHandler(logging.Handler):
     def _reset(self) -> None:
         """A fresh queue, counters and no writer: at start and in a forked child, where the
         parent's thread does not exist and its queue's locks may be held forever."""
-        self._queue: queue.Queue[PendingEntry] = queue.Queue(self.capacity)
+        self._queue: queue.Queue[dict] = queue.Queue(self.capacity)
         self._start_lock = threading.Lock()
         self._counter_lock = threading.Lock()
         self._writer: threading.Thread | None = None
@@ -102,7 +84,8 @@ class DatabaseLogHandler(logging.Handler):
     # --- in the thread that logs -----------------------------------------------------------
 
     def emit(self, record: logging.LogRecord) -> None:
-        if _ignored(record.name) or getattr(_writer_thread, "active", False):
+        if (record.name + ".").startswith(IGNORED_LOGGER + ".") \
+                or getattr(_writer_thread, "active", False):
             return
         try:
             entry = pending_entry(record)
@@ -136,13 +119,11 @@ class DatabaseLogHandler(logging.Handler):
         if not first:
             return
         cause = f" ({type(error).__name__}: {' '.join(str(error).split())})" if error else ""
-        try:
+        with contextlib.suppress(Exception):  # else nowhere left to report to
             sys.stderr.write(
                 f"general.log_handler: {count} log record(s) not stored in the database: "
                 f"{reason}{cause}. Further losses are counted, not reported.\n")
             sys.stderr.flush()
-        except Exception:  # noqa: S110 - nowhere left to report to
-            pass
 
     def flush(self, timeout: float = 2.0) -> bool:
         """Wait (at most `timeout` seconds) until every queued record is written or dropped;
@@ -179,23 +160,17 @@ class DatabaseLogHandler(logging.Handler):
             if self._queue.empty():
                 _close_connection()  # hold no connection while idle
 
-    def _write(self, batch: list[PendingEntry]) -> None:
+    def _write(self, batch: list[dict]) -> None:
         from general.models import LogEntry
 
-        LogEntry.objects.bulk_create([
-            LogEntry(entry_date=entry.entry_date, logger=entry.logger, severity=entry.severity,
-                     level=RANKS[entry.severity], message=entry.message,
-                     exception=entry.exception)
-            for entry in batch])
+        LogEntry.objects.bulk_create([LogEntry(**entry) for entry in batch])
 
 
 def _close_connection() -> None:
     from django.db import connection
 
-    try:
+    with contextlib.suppress(Exception):  # it is gone either way
         connection.close()
-    except Exception:  # noqa: S110 - it is gone either way
-        pass
 
 
 def _after_fork_in_child() -> None:
@@ -209,29 +184,3 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 def database_handlers() -> list[DatabaseLogHandler]:
     """The handlers of this process (e.g. to read their `dropped` counters)."""
     return list(_all_handlers)
-
-
-_configured: list[DatabaseLogHandler] = []  # the handler LOGGING made last (a strong reference)
-
-
-def configured_handler(**kwargs: object) -> DatabaseLogHandler:
-    """The factory LOGGING names: it remembers the handler it makes, for
-    `keep_on_celery_root_logger` (logging may be configured again, e.g. by a second
-    `django.setup()`, which replaces the handler)."""
-    handler = DatabaseLogHandler(**kwargs)  # type: ignore[arg-type]
-    _configured[:] = [handler]
-    return handler
-
-
-def keep_on_celery_root_logger() -> None:
-    """A Celery worker replaces the root logger's handlers with its own when it sets up
-    logging; put the configured database handler back afterwards."""
-    from celery.signals import after_setup_logger
-
-    def reattach(logger: logging.Logger | None = None, **kwargs: object) -> None:
-        root = logging.getLogger()
-        for handler in _configured:
-            if handler not in root.handlers:
-                root.addHandler(handler)
-
-    after_setup_logger.connect(reattach, weak=False, dispatch_uid="general.log_handler")

@@ -2,7 +2,6 @@
 import datetime as dt
 from dataclasses import dataclass
 
-from django.db.models import QuerySet
 from django.utils import timezone
 
 from conventions.exceptions import InvalidParameter
@@ -45,13 +44,10 @@ def log_filters_parse(*, start: str | None = None, end: str | None = None,
     return LogFilters(start=parsed_start, end=parsed_end, min_rank=rank, logger=logger or None)
 
 
-def _filtered(filters: LogFilters) -> QuerySet[LogEntry]:
-    return filter_given(LogEntry.objects.filter(entry_date__lte=filters.end or timezone.now()),
-                        entry_date__gte=filters.start, level__gte=filters.min_rank,
-                        logger__icontains=filters.logger)
-
-
 def log_list(*, filters: LogFilters, page: PageRequest) -> tuple[list[LogEntry], int]:
     """One page of matching entries and the number of all matches, both in SQL."""
-    rows, total = paginate(_filtered(filters), page, columns=SORT_COLUMNS, tie_breaker="id")
+    matching = filter_given(LogEntry.objects.filter(entry_date__lte=filters.end or timezone.now()),
+                            entry_date__gte=filters.start, level__gte=filters.min_rank,
+                            logger__icontains=filters.logger)
+    rows, total = paginate(matching, page, columns=SORT_COLUMNS, tie_breaker="id")
     return list(rows), total

@@ -1,18 +1,14 @@
-"""Readiness (`GET /serviceorchestration/monitor/health`): whether this process can serve now,
-dependency by dependency. Echo stays the liveness probe; this one asks the database (and
-whether every migration is applied), the Celery broker and the MQTT broker when they are
-configured, and whatever the apps register (observability/registry.py: the MQTT broker is
-the notifications app's).
+"""Readiness (`GET /serviceorchestration/monitor/health`; docs/operations.md): the database (and
+whether every migration is applied), the Celery broker when configured, and whatever the apps
+register (observability/registry.py: the MQTT broker is the notifications app's).
 
 Each dependency is asked in a thread of its own with HEALTH_TIMEOUT_SECONDS to answer, so a
-hung dependency costs the probe that long and no more, and one slow part does not hide the
-state of the others. A result is reused for REUSE_SECONDS: a flood of probes opens no more
-connections than one probe a second does."""
+hung one costs the probe that long and no more and does not hide the others. A result is
+reused for REUSE_SECONDS: a flood of probes opens no more connections than one a second does."""
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
 
 from celery import current_app
 from django.conf import settings
@@ -25,15 +21,6 @@ from observability.registry import HealthCheck, health_checks
 
 UP, DOWN = "UP", "DOWN"
 REUSE_SECONDS = 1.0
-
-
-@dataclass(frozen=True)
-class Health:
-    status: str                        # UP when every component is UP
-    components: dict[str, dict[str, str]]
-
-    def as_dict(self) -> dict:
-        return {"status": self.status, "components": self.components}
 
 
 def _database(deadline: float) -> dict[str, str]:
@@ -81,18 +68,13 @@ def _component(check: HealthCheck) -> dict[str, str]:
     try:
         details = check(time.monotonic() + settings.HEALTH_TIMEOUT_SECONDS)
     except Exception as error:  # noqa: BLE001 (any failure of a dependency is its DOWN)
-        return {"status": DOWN, "error": _described(error)}
-    if details:
-        return {"status": DOWN, **details}
-    return {"status": UP}
+        text = " ".join(str(error).split())[:300]
+        return {"status": DOWN,
+                "error": f"{type(error).__name__}: {text}" if text else type(error).__name__}
+    return {"status": DOWN, **details} if details else {"status": UP}
 
 
-def _described(error: Exception) -> str:
-    text = " ".join(str(error).split())[:300]
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
-def _measure() -> Health:
+def _measure() -> dict:
     checks = _checks()
     timeout = settings.HEALTH_TIMEOUT_SECONDS
     pool = ThreadPoolExecutor(max_workers=len(checks), thread_name_prefix="health")
@@ -108,15 +90,16 @@ def _measure() -> Health:
     finally:
         pool.shutdown(wait=False)  # a hung check ends with its own timeout, unwaited for
     status = UP if all(c["status"] == UP for c in components.values()) else DOWN
-    return Health(status, components)
+    return {"status": status, "components": components}
 
 
 _lock = threading.Lock()
-_last: tuple[float, Health] | None = None
+_last: tuple[float, dict] | None = None
 
 
-def health() -> Health:
-    """The current health, measured at most once per REUSE_SECONDS in this process."""
+def health() -> dict:
+    """The current health, `{status, components}` (UP when every component is), measured at
+    most once per REUSE_SECONDS in this process."""
     global _last
     with _lock:
         if _last is None or time.monotonic() - _last[0] >= REUSE_SECONDS:

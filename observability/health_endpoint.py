@@ -36,4 +36,4 @@ class HealthApi(APIView):
                 "mqttBroker": {"status": "DOWN", "error": "no answer within 3 s"}}})])
     def get(self, request: Request) -> Response:
         current = health()
-        return Response(current.as_dict(), status=200 if current.status == UP else 503)
+        return Response(current, status=200 if current["status"] == UP else 503)

@@ -1,13 +1,7 @@
-"""Prometheus metrics of events (issue 17; docs/metrics.md): counted where they happen, by one
-call each. What is a state rather than an event (subscriptions, the outbox backlog) is read
-from the database at scrape time (observability/metrics_state.py); the endpoint is
-observability/metrics_endpoint.py, request counting observability/metrics_middleware.py.
-
-Every process counts into prometheus_client's default registry. With METRICS_ENABLED the
-settings have pointed prometheus_client at METRICS_DIR before this module is imported, so each
-process of the host writes its counts to files there and a scrape adds them up; off, the
-counts stay in memory and nothing shows them (a few increments on rare events, and one per
-pull).
+"""Prometheus metrics of events (docs/metrics.md), counted where they happen, by one call each.
+With METRICS_ENABLED the settings have pointed prometheus_client at METRICS_DIR before this
+module is imported, so each process of the host writes its counts to files there; off, the
+counts stay in memory and nothing shows them (a few increments on rare events, one per pull).
 """
 from collections.abc import Iterable, Sized
 from contextlib import ContextDecorator

@@ -1,13 +1,6 @@
-"""`GET /metrics` (issue 17; docs/metrics.md): the Prometheus exposition of the event metrics
-(observability.metrics) and of the state read from the database at this moment
-(observability.metrics_state), in the text format or OpenMetrics as the scraper's Accept header
-asks.
-
-METRICS_ENABLED off: the path answers what every unknown path answers (api.views). With
-METRICS_TOKEN set, a scrape without `Authorization: Bearer <METRICS_TOKEN>` is answered 401 in
-the error envelope. It is not an Arrowhead operation: no system identity, not in the OpenAPI
-document, not registered in the ServiceRegistry.
-"""
+"""`GET /metrics` (docs/metrics.md, "The endpoint"): the event metrics and the state read from
+the database now, in the text format or OpenMetrics as the scraper's Accept header asks. Not an
+Arrowhead operation: no system identity, not in the OpenAPI document."""
 import hmac
 from collections.abc import Iterator
 

@@ -1,12 +1,9 @@
 """The files of METRICS_DIR (docs/metrics.md, "Several processes"): prometheus_client writes
 one file per process and kind of metric, named `<kind>_<pid>.db`, and a scrape adds them all
-up. The gunicorn master (config/gunicorn.py) tidies the directory when it starts and when a
-worker exits."""
+up. The gunicorn master (config/gunicorn.py) tidies the directory when it starts."""
 import logging
 import os
 from pathlib import Path
-
-from prometheus_client import multiprocess
 
 logger = logging.getLogger(__name__)
 
@@ -25,12 +22,6 @@ def metrics_files_prune(directory: str) -> int:
     if removed:
         logger.info("Metrics: removed %d files of stopped processes from %s", removed, directory)
     return removed
-
-
-def metrics_process_dead(directory: str, pid: int) -> None:
-    """A worker exited: prometheus_client forgets its live gauges (the service has none yet;
-    its counters and histograms stay counted)."""
-    multiprocess.mark_process_dead(pid, directory)
 
 
 def _running(pid: int) -> bool:

@@ -1,12 +1,7 @@
-"""Counts and times every request by its route (observability.metrics; docs/metrics.md), when
-METRICS_ENABLED: otherwise Django leaves this middleware out.
-
-The route label is the URL pattern that served the request (`/serviceorchestration/
-orchestration/unsubscribe/<str:subscription_id>`), never the path: ids in paths cannot
-multiply the series, and every path that no operation serves (the catch-all pattern answering
-401/404) is `unknown`. Pull is the hot path (docs/performance.md): per request this costs two
-clock readings, one dictionary lookup of the pattern and status, and the two updates; the
-label children of each pattern and status are made once and kept.
+"""Counts and times every request by its route (docs/metrics.md), when METRICS_ENABLED:
+otherwise Django leaves this middleware out. The route label is the URL pattern, never the
+path, so ids cannot multiply the series; paths no operation serves are `unknown`. Pull is the
+hot path: per request two clock readings, one dict lookup and the two updates.
 """
 import time
 from collections.abc import Callable

@@ -1,14 +1,8 @@
-"""The state part of a scrape (docs/metrics.md): figures read from the database when
-Prometheus asks, so they are right whichever process or machine did the work. Two grouped
-queries per scrape, each bounded by what is live rather than by history: subscriptions per
-notify protocol, and the outbox backlog (unfinished deliveries) per status and protocol.
-
-Every status and protocol is shown, zero included, so that series do not appear and vanish.
-When the database cannot answer, the scrape still shows the event metrics, with
-`serviceorchestration_state_up` 0 instead of these figures.
-
-The apps register the reads (observability/registry.py) from their selectors: SUBSCRIPTIONS
-by the subscriptions app, NOTIFICATION_BACKLOG by the notifications app.
+"""The state part of a scrape (docs/metrics.md): two grouped queries, bounded by what is live
+rather than by history. Every status and protocol is shown, zero included, so that series do
+not appear and vanish; when the database cannot answer, `serviceorchestration_state_up` is 0
+instead. The apps register the reads (observability/registry.py): SUBSCRIPTIONS the
+subscriptions app, NOTIFICATION_BACKLOG the notifications app.
 """
 import logging
 from collections.abc import Iterator

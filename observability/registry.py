@@ -1,10 +1,6 @@
-"""What observability asks the apps, as each app registers it (issue 30).
-
-Observability sits below the apps: they import observability.metrics to count their events,
-so it never imports one of them. What a scrape or the readiness probe needs of an app (a
-figure its database rows hold, whether a broker it talks to answers) the app registers here
-from its `AppConfig.ready()`, with functions of its own (its selectors for state). Every
-Django process runs `ready()` before it serves or works, so the registry is full by then.
+"""What observability asks the apps, as each app registers it from its `AppConfig.ready()`
+(observability imports no app; docs/layout.md): figures of the state for the metrics, checks
+of dependencies for readiness. Every Django process runs `ready()` before it serves.
 """
 from collections.abc import Callable, Mapping
 from datetime import datetime

@@ -19,8 +19,13 @@ probe_runs: list[str] = []
 
 
 @celery_app.task(name="tests.config.scheduler_probe")
-def scheduler_probe(label: str = "probe") -> None:
-    probe_runs.append(label)
+def scheduler_probe() -> None:
+    probe_runs.append("fast")
+
+
+@celery_app.task(name="tests.config.scheduler_hourly_probe")
+def scheduler_hourly_probe() -> None:
+    probe_runs.append("slow")
 
 
 @celery_app.task(name="tests.config.scheduler_failure")
@@ -28,8 +33,8 @@ def scheduler_failure() -> None:
     raise RuntimeError("a periodic task failed")
 
 
-def every(seconds: float, task: str, **entry) -> dict:
-    return {"task": task, "schedule": seconds, **entry}
+def every(seconds: float, task: str) -> dict:
+    return {"task": task, "schedule": seconds}
 
 
 @pytest.fixture
@@ -43,8 +48,8 @@ def eager(settings) -> Iterator:
 class InProcessSchedulerTests:
     def test_it_runs_beat_entries_repeatedly_until_stopped(self, eager):
         eager.CELERY_BEAT_SCHEDULE = {
-            "probe": every(0.1, "tests.config.scheduler_probe", args=("fast",)),
-            "hourly": every(3600.0, "tests.config.scheduler_probe", args=("slow",)),
+            "probe": every(0.1, "tests.config.scheduler_probe"),
+            "hourly": every(3600.0, "tests.config.scheduler_hourly_probe"),
         }
         thread = start_in_process_scheduler()
         assert isinstance(thread, threading.Thread) and thread.daemon

@@ -9,7 +9,6 @@ from contextlib import contextmanager
 
 import psycopg
 import pytest
-from celery.signals import after_setup_logger
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -24,6 +23,7 @@ from tests.general.helpers import (
 )
 from tests.general.log_urls import LOGGING_PROBE
 from tests.helpers import SYSOP
+from tests.startup import started
 
 pytestmark = [pytest.mark.django_db(transaction=True),
               pytest.mark.urls("tests.general.log_urls")]
@@ -192,16 +192,16 @@ class DatabaseLogHandlerTests:
                       .values_list("message", flat=True)) == ["from the child",
                                                               "from the parent"]
 
-    def test_it_stays_on_the_root_logger_of_a_celery_worker(self, handler):
-        root = logging.getLogger()
-        saved = root.handlers[:]
-        root.handlers = []  # what a worker's worker_hijack_root_logger does
-        try:
-            after_setup_logger.send(sender=None, logger=root, loglevel=logging.INFO,
-                                    logfile=None, format="", colorize=False)
-            assert handler in root.handlers
-        finally:
-            root.handlers = saved
+    def test_it_stays_on_the_root_logger_of_a_celery_worker(self):
+        """A worker sets up its logging (as `celery worker` does) and keeps LOGGING's handlers,
+        the database handler among them (CELERY_WORKER_HIJACK_ROOT_LOGGER=False)."""
+        result = started(
+            "import django, logging; django.setup(); from config.celery import app; "
+            "from general.log_handler import DatabaseLogHandler; "
+            "app.log.setup_logging_subsystem(loglevel='INFO'); "
+            "print([type(h).__name__ for h in logging.getLogger().handlers "
+            "if isinstance(h, DatabaseLogHandler)])")
+        assert result.stdout.strip() == "['DatabaseLogHandler']", result.stderr
 
 
 class DatabaseLogHandlerFailureTests:
