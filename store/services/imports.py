@@ -25,6 +25,7 @@ from store.services.instances import (
     instances_store,
 )
 from store.services.locks import instances_lock, rule_sets_lock
+from store.services.rules import rule_row, rules_stored
 
 Progress = Callable[[int, int], None]  # (written so far, to write)
 _CHUNK = 1000  # keys per lookup query, rows per insert
@@ -88,18 +89,12 @@ def _rule_line(consumer: str, instance_id: str, priority: int) -> str:
 
 def _stored_rules(rules: Sequence, *, replace: bool) -> dict[RuleKey, tuple[uuid.UUID, str]]:
     """Stored rules by key, with id and instance id: every rule for a replace, else those
-    the file's keys may match (a superset, read in chunks)."""
+    with the file's keys."""
+    if not replace:
+        return rules_stored(rules)
     columns = ("consumer", "service_definition", "priority", "id", "service_instance_id")
-    if replace:
-        queries = [Rule.objects.all()]
-    else:
-        queries = [Rule.objects.filter(
-            consumer__in={r.consumer for r in chunk},
-            service_definition__in={r.instance.service_definition for r in chunk},
-            priority__in={r.priority for r in chunk})
-            for chunk in (rules[start:start + _CHUNK] for start in range(0, len(rules), _CHUNK))]
-    return {(c, s, p): (rule_id, instance_id) for query in queries
-            for c, s, p, rule_id, instance_id in query.values_list(*columns).iterator(5000)}
+    return {(c, s, p): (rule_id, instance_id) for c, s, p, rule_id, instance_id
+            in Rule.objects.values_list(*columns).iterator(5000)}
 
 
 @dataclass
@@ -156,11 +151,8 @@ def _rules_write(work: _RuleWork, requester: str, progress: Progress | None) -> 
     if work.update:
         _report(progress, len(work.update), total)
     for start in range(0, len(work.create), _CHUNK):
-        Rule.objects.bulk_create(
-            Rule(consumer=rule.consumer, service_definition=rule.instance.service_definition,
-                 service_instance_id=str(rule.instance), priority=rule.priority,
-                 created_by=requester, updated_by=requester, created_at=now, updated_at=now)
-            for rule in work.create[start:start + _CHUNK])
+        Rule.objects.bulk_create(rule_row(rule, requester, now)
+                                 for rule in work.create[start:start + _CHUNK])
         _report(progress, len(work.update) + min(start + _CHUNK, len(work.create)), total)
 
 
