@@ -16,11 +16,9 @@ from store.interfaces import InterfaceDraft, interface_validate, metadata_valida
 from store.models import ServiceInstance, ServiceInterface
 from store.services.instances import (
     ValidInstance,
-    ValidInstanceUpdate,
     instance_delete_many,
     instance_remove_expired,
     instances_store,
-    instances_update,
 )
 
 
@@ -147,13 +145,10 @@ class ServiceInstanceAdmin(InstanceImportExport, admin.ModelAdmin):
                       for formset in formsets for f in formset.forms
                       if f.cleaned_data and not f.cleaned_data.get("DELETE")]
         data, obj = form.cleaned_data, form.instance
-        if change:
-            saved = instances_update([ValidInstanceUpdate(
-                obj.service_instance_id, data["expires_at"], data["metadata"], interfaces)])[0]
-        else:
-            saved = instances_store([ValidInstance(
-                data["provider"], data["service_definition"], data["version"],
-                data["expires_at"], data["metadata"], interfaces)])[0]
+        parts = ((obj.provider, obj.service_definition, obj.version) if change else
+                 (data["provider"], data["service_definition"], data["version"]))
+        saved = instances_store([ValidInstance(*parts, data["expires_at"], data["metadata"],
+                                               interfaces)], update=change)[0]
         obj.__dict__.update({f.attname: getattr(saved, f.attname)
                              for f in ServiceInstance._meta.fields})
         obj._state.adding = False
