@@ -11,7 +11,8 @@ from conventions import names
 from conventions.exceptions import InvalidParameter
 from conventions.instance_ids import build_instance_id
 from conventions.versions import normalize_version, validate_version
-from store.admin_import import InstanceImportExport
+from store.admin_import import ImportExportMixin
+from store.files import INSTANCES
 from store.interfaces import InterfaceDraft, interface_validate, metadata_validate
 from store.models import ServiceInstance, ServiceInterface
 from store.services.instances import (
@@ -114,11 +115,12 @@ class ServiceInterfaceInline(admin.StackedInline):
 
 
 @admin.register(ServiceInstance)
-class ServiceInstanceAdmin(InstanceImportExport, admin.ModelAdmin):
+class ServiceInstanceAdmin(ImportExportMixin, admin.ModelAdmin):
     """Writes go through the instance services, like the API's: the instance and its
     interfaces are written in one call (in `save_related`, where the interface forms are
     known), so the ids are locked and the change is recorded for subscriptions."""
 
+    transfer = INSTANCES
     form = ServiceInstanceAdminForm
     inlines = [ServiceInterfaceInline]
     list_display = ("service_instance_id", "provider", "service_definition", "version",

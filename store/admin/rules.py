@@ -11,7 +11,8 @@ from api.admin_filters import name_filter
 from api.admin_forms import DatalistInput
 from conventions import names
 from conventions.exceptions import InvalidParameter
-from store.admin_import import RuleImportExport
+from store.admin_import import ImportExportMixin
+from store.files import RULES
 from store.models import MAX_PRIORITY, Rule, ServiceInstance
 from store.services.rules import (
     RuleDraft,
@@ -97,10 +98,11 @@ class InCatalogFilter(admin.SimpleListFilter):
 
 
 @admin.register(Rule)
-class RuleAdmin(RuleImportExport, admin.ModelAdmin):
+class RuleAdmin(ImportExportMixin, admin.ModelAdmin):
     """Writes go through the rule services, like the API's. Four columns so that the list
     fits 1400 px; the service definition is the middle of the instance id."""
 
+    transfer = RULES
     form = RuleAdminForm
     list_display = ("consumer_short", "instance", "priority", "updated")
     list_editable = ("priority",)
