@@ -40,16 +40,14 @@ class Registration:
         # logging handler), which would deadlock the worker. Revocation takes it as well, so
         # that it never runs while a registration call is under way.
         self.busy = threading.Lock()
-        self._thread: threading.Thread | None = None
         self._ready: Callable[[], bool] | None = None
 
     def start(self, ready: Callable[[], bool] | None = None) -> None:
         """`ready` tells when the master has forked its first workers: until then the thread
         waits, so that those forks never wait for a registration call."""
         self._ready = ready
-        self._thread = threading.Thread(target=self._run, name="serviceregistry-registration",
-                                        daemon=True)
-        self._thread.start()
+        threading.Thread(target=self._run, name="serviceregistry-registration",
+                         daemon=True).start()
 
     def _run(self) -> None:
         waited = 0

@@ -85,10 +85,6 @@ def _equal(left: object, right: object) -> bool:
     return left == right
 
 
-def _is_number(value: object) -> bool:
-    return _kind(value) in (int, float)
-
-
 def _contains(items: object, value: object) -> bool:
     return isinstance(items, list) and any(_equal(item, value) for item in items)
 
@@ -105,7 +101,8 @@ def _strings(test: Callable[[str, str], bool], fold: bool = False) -> Predicate:
 
 
 def _numbers(test: Callable[[Any, Any], bool]) -> Predicate:
-    return lambda left, right: _is_number(left) and _is_number(right) and test(left, right)
+    return lambda left, right: (_kind(left) in (int, float) and _kind(right) in (int, float)
+                                and test(left, right))
 
 
 def _size_equals(left: object, right: object) -> bool:

@@ -131,13 +131,6 @@ def rule_import_plan(rules: Sequence, *, replace: bool) -> ImportPlan:
     return _rule_work(rules, replace=replace).plan
 
 
-def _rule_sets(rules: Sequence, *, replace: bool) -> set[tuple[str, str]]:
-    rule_sets = {(rule.consumer, rule.instance.service_definition) for rule in rules}
-    if replace:
-        rule_sets.update(Rule.objects.values_list("consumer", "service_definition").distinct())
-    return rule_sets
-
-
 def _rules_write(work: _RuleWork, requester: str, progress: Progress | None) -> None:
     now = timezone.now()
     removed = [rule_id for rule_id, _ in work.remove]
@@ -164,7 +157,10 @@ def rule_import(rules: Sequence, *, requester: str, replace: bool = False, updat
     it changed. The rule sets involved are locked first (as every rule writer does), so the
     plan cannot change while it is applied. `expected`: the digest of a previewed plan; a
     different plan is refused."""
-    rule_sets_lock(_rule_sets(rules, replace=replace))
+    rule_sets = {(rule.consumer, rule.instance.service_definition) for rule in rules}
+    if replace:
+        rule_sets.update(Rule.objects.values_list("consumer", "service_definition").distinct())
+    rule_sets_lock(rule_sets)
     work = _rule_work(rules, replace=replace)
     _ensure_allowed(work.plan, update=update, expected=expected)
     _rules_write(work, requester, progress)

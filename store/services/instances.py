@@ -113,15 +113,6 @@ def _ensure_not_empty(drafts: Sequence, limit: int | None) -> None:
         raise InvalidParameter("Instance list contains null element")
 
 
-def instance_drafts_validate(drafts: Sequence[InstanceDraft | None], *,
-                             limit: int | None) -> list[ValidInstance]:
-    _ensure_not_empty(drafts, limit)
-    now = timezone.now()
-    instances = [instance_validate(draft, now=now) for draft in drafts]
-    _ensure_distinct((i.instance_id for i in instances), "Duplicated instance")
-    return instances
-
-
 def _interface_rows(instance: ServiceInstance,
                     interfaces: Sequence[ValidInterface]) -> list[ServiceInterface]:
     return [ServiceInterface(instance=instance, position=position,
@@ -238,7 +229,10 @@ def instances_store(instances: Sequence[ValidInstance], *, batch_size: int = 500
 
 def instance_create_many(*, drafts: Sequence[InstanceDraft | None],
                          limit: int | None) -> list[ServiceInstance]:
-    instances = instance_drafts_validate(drafts, limit=limit)
+    _ensure_not_empty(drafts, limit)
+    now = timezone.now()
+    instances = [instance_validate(draft, now=now) for draft in drafts]
+    _ensure_distinct((i.instance_id for i in instances), "Duplicated instance")
     # A concurrent create of the same new id waits for this one (the id locks) and then
     # replaces it, as a create of an existing id does.
     return instances_store(instances)

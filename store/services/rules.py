@@ -63,19 +63,6 @@ def rule_validate(draft: RuleDraft) -> ValidRule:
     return ValidRule(consumer, parse_instance_id(draft.service_instance_id), draft.priority)
 
 
-def rule_drafts_validate(drafts: Sequence[RuleDraft | None], *, limit: int | None) -> list[ValidRule]:
-    """Validate a create request: every draft, then uniqueness inside the request."""
-    if not drafts:
-        raise InvalidParameter("Request payload is empty")
-    if limit is not None and len(drafts) > limit:
-        raise InvalidParameter(f"Too many entries: at most {limit} may be created in one request")
-    if any(draft is None for draft in drafts):
-        raise InvalidParameter("Request payload contains null element")
-    rules = [rule_validate(draft) for draft in drafts]
-    rules_ensure_distinct(rules)
-    return rules
-
-
 def rules_ensure_distinct(rules: Sequence[ValidRule]) -> None:
     seen: set[tuple[str, str, int]] = set()
     for rule in rules:
@@ -134,7 +121,16 @@ def rules_store(rules: Sequence[ValidRule], *, requester: str,
 
 def rule_create_many(*, drafts: Sequence[RuleDraft | None], requester: str,
                      limit: int | None) -> list[Rule]:
-    return rules_store(rule_drafts_validate(drafts, limit=limit), requester=requester)
+    """Validate a create request (every draft, then uniqueness inside it) and store it."""
+    if not drafts:
+        raise InvalidParameter("Request payload is empty")
+    if limit is not None and len(drafts) > limit:
+        raise InvalidParameter(f"Too many entries: at most {limit} may be created in one request")
+    if any(draft is None for draft in drafts):
+        raise InvalidParameter("Request payload contains null element")
+    rules = [rule_validate(draft) for draft in drafts]
+    rules_ensure_distinct(rules)
+    return rules_store(rules, requester=requester)
 
 
 def _parse_priority_map(priorities: dict[str, int | None]) -> dict[uuid.UUID, int]:
