@@ -1,16 +1,7 @@
-"""Provider instances from the ServiceRegistry, for pull and subscription evaluation
-(issue 12 item 3; reference-dynamic §11.6; docs/local-cloud.md "Instances from the SR").
-
-`registry_instances(ids)` answers from an in-process cache where it can and asks the
-ServiceRegistry once (one lookup) for all the other ids. Every answer, "not found" included,
-is kept for SERVICE_REGISTRY_CACHE_SECONDS; the cache holds at most CACHE_MAX_ENTRIES ids (the
-oldest go first). A lookup that fails raises ServiceRegistryUnavailable (503): fresh entries
-never need the ServiceRegistry, expired ones are never served.
-
-The entries are adapted to the shape pull reads from a catalog ServiceInstance: `expires_at`,
-`metadata`, `interfaces.all()` (template_name, protocol, policy, properties) and `pk`, which is
-None: the latency probe measures catalog interfaces only, so an SR instance has no measurement.
-"""
+"""Provider instances from the ServiceRegistry, for pull and subscription evaluation, through
+an in-process cache (docs/local-cloud.md "Instances from the SR"). The entries are adapted to the
+shape pull reads from a catalog ServiceInstance; their `pk` is None: the latency probe measures
+catalog interfaces only."""
 import datetime as dt
 import threading
 import time

@@ -1,11 +1,7 @@
-"""Import and Export buttons on the rule and service instance change lists: the same files,
-reading, plan and services as import_rules / import_instances and export_rules /
-export_instances (store.files, store.services.imports); these views only ask and show.
-
-Import: upload form → preview of what is created, updated, unchanged and removed → confirm.
-The uploaded file waits in the session between preview and confirmation (so it works behind
-several web processes), and the confirmation applies only the previewed plan: if the stored
-entries changed meanwhile, the plan's digest differs and nothing is written."""
+"""Import and Export buttons on the rule and service instance change lists, with the commands'
+files and services (store.files); these views only ask and show. Import: upload → preview →
+confirm. The file waits in the session (several web processes may serve the steps), and the
+confirmation applies only the previewed plan (its digest)."""
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied

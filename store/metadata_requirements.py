@@ -1,19 +1,7 @@
-"""The Arrowhead 5 metadata requirement language: filtering service instances by JSON metadata.
-
-A *requirement* is a JSON object; every entry is one condition on one key path, and all
-entries must hold (AND). A *list* of requirements matches when any element matches (OR);
-an empty or missing list is no constraint at all.
-
-    {"key.path": <value>}                                  # shorthand for EQUALS <value>
-    {"key.path": {"op": "LESS_THAN", "value": 10}}         # explicit operator
-
-Key paths are split on ``.``; a segment ``name[i]`` reads element ``i`` of the list at
-``name``. A path that cannot be resolved, or that resolves to JSON null, fails its
-condition whatever the operator (so a missing key never satisfies a NOT_* operator).
-Comparisons are Java type-strict: ``1 != 1.0`` and ``True != 1``.
-
-This module is pure (no ORM, no settings, no I/O) so callers can use it anywhere.
-"""
+"""The Arrowhead 5 metadata requirement language (docs/catalog.md, "Metadata requirements"): a
+list of requirements is an OR, one requirement (`{"key.path": value or {"op", "value"}}`) an AND
+of conditions. A missing or null key fails its condition whatever the operator; comparisons are
+Java type-strict. Pure: no ORM, no settings, no I/O."""
 import re
 import time
 from collections.abc import Callable, Iterator

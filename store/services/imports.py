@@ -1,11 +1,6 @@
 """Importing rule and instance files (store.files reads them): the plan of what an import
-changes, and applying it. `import_rules`, `import_instances` and the admin's Import pages all
-call these (docs/decisions.md, "Import and export (issue 18)").
-
-An entry is matched with the stored one of the same key: a rule by (consumer, service
-definition, priority), an instance by its id. Equal → unchanged (imports are idempotent);
-different → updated, refused unless updates are allowed; absent → created. With `replace`,
-stored entries the file does not hold are removed."""
+changes, and applying it; an entry is matched with the stored one of the same key
+(docs/decisions.md, "Import and export (issue 18)"; docs/rule-store.md)."""
 import hashlib
 import json
 import uuid

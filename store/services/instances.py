@@ -1,10 +1,6 @@
 """Writing the service instance catalog (SPEC §4): create (same id replaces), update, remove,
-and purge of expired instances. The API, the admin (add, change, delete, actions) and the
-import command all write through here, so every write locks the ids (and nudges
-the subscriptions' change processing).
-
-Each write validates raw drafts into typed values (`ValidInstance`) and then stores them
-(`instances_store`)."""
+and purge of expired instances. Every writer (API, admin, import) goes through here, so every
+write locks the ids and nudges the subscriptions' change processing."""
 import datetime as dt
 import json
 from collections.abc import Iterable, Sequence
