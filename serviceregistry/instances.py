@@ -1,16 +1,7 @@
-"""Provider instances from the ServiceRegistry, for pull and subscription evaluation
-(issue 12 item 3; reference-dynamic §11.6; docs/local-cloud.md "Instances from the SR").
-
-`registry_instances(ids)` answers from an in-process cache where it can and asks the
-ServiceRegistry once (one lookup) for all the other ids. Every answer, "not found" included,
-is kept for SERVICE_REGISTRY_CACHE_SECONDS; the cache holds at most CACHE_MAX_ENTRIES ids (the
-oldest go first). A lookup that fails raises ServiceRegistryUnavailable (503): fresh entries
-never need the ServiceRegistry, expired ones are never served.
-
-The entries are adapted to the shape pull reads from a catalog ServiceInstance: `expires_at`,
-`metadata`, `interfaces.all()` (template_name, protocol, policy, properties) and `pk`, which is
-None: the latency probe measures catalog interfaces only, so an SR instance has no measurement.
-"""
+"""Provider instances from the ServiceRegistry, for pull and subscription evaluation, through
+an in-process cache (docs/local-cloud.md "Instances from the SR"). The entries are adapted to the
+shape pull reads from a catalog ServiceInstance; their `pk` is None: the latency probe measures
+catalog interfaces only."""
 import datetime as dt
 import threading
 import time
@@ -89,50 +80,38 @@ def adapt(entry: dict[str, Any]) -> RegistryInstance:
                             _Interfaces(_interface(instance_id, i) for i in interfaces))
 
 
-class _Cache:
-    """Instance id -> (monotonic time of the answer, instance or None for "not found")."""
-
-    def __init__(self) -> None:
-        self._entries: OrderedDict[str, tuple[float, RegistryInstance | None]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def fresh(self, ids: Iterable[str], now: float) -> dict[str, RegistryInstance | None]:
-        since = now - settings.SERVICE_REGISTRY_CACHE_SECONDS
-        with self._lock:
-            return {i: entry[1] for i in ids
-                    if (entry := self._entries.get(i)) is not None and entry[0] > since}
-
-    def store(self, answers: dict[str, RegistryInstance | None], now: float) -> None:
-        if settings.SERVICE_REGISTRY_CACHE_SECONDS <= 0:
-            return
-        with self._lock:
-            for instance_id, instance in answers.items():
-                self._entries.pop(instance_id, None)
-                self._entries[instance_id] = (now, instance)
-            while len(self._entries) > CACHE_MAX_ENTRIES:
-                self._entries.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
+# Instance id -> (monotonic time of the answer, instance or None for "not found"), oldest first.
+_cache: OrderedDict[str, tuple[float, RegistryInstance | None]] = OrderedDict()
+_cache_lock = threading.Lock()
 
 
-_cache = _Cache()
-cache_clear = _cache.clear
+def cache_clear() -> None:
+    with _cache_lock:
+        _cache.clear()
 
 
 def registry_instances(instance_ids: Iterable[str], *,
                        refresh: bool = False) -> dict[str, RegistryInstance]:
     """The instances the ServiceRegistry knows among `instance_ids` (absent: not known), from
-    the cache or one lookup of every id not freshly cached (with `refresh`: of every id)."""
+    the cache or one lookup of every id not freshly cached (with `refresh`: of every id), which
+    raises ServiceRegistryUnavailable when it fails. Answers ("not found" too) are kept for
+    SERVICE_REGISTRY_CACHE_SECONDS, at most CACHE_MAX_ENTRIES ids (the oldest go first)."""
     ids = sorted(set(instance_ids))
     now = time.monotonic()
-    answers = {} if refresh else _cache.fresh(ids, now)
+    since = now - settings.SERVICE_REGISTRY_CACHE_SECONDS
+    with _cache_lock:
+        cached = {} if refresh else {i: _cache[i] for i in ids if i in _cache}
+    answers = {i: instance for i, (at, instance) in cached.items() if at > since}
     missing = [i for i in ids if i not in answers]
     if missing:
         looked_up = {entry.service_instance_id: entry
                      for entry in map(adapt, registry.service_lookup(missing))}
-        fetched = {i: looked_up.get(i) for i in missing}
-        _cache.store(fetched, now)
-        answers.update(fetched)
+        answers.update((i, looked_up.get(i)) for i in missing)
+        if settings.SERVICE_REGISTRY_CACHE_SECONDS > 0:
+            with _cache_lock:
+                for instance_id in missing:
+                    _cache[instance_id] = (now, answers[instance_id])
+                    _cache.move_to_end(instance_id)
+                while len(_cache) > CACHE_MAX_ENTRIES:
+                    _cache.popitem(last=False)
     return {i: instance for i, instance in answers.items() if instance is not None}

@@ -1,10 +1,7 @@
-"""The ServiceRegistry has no change events: the instances behind live subscriptions are
-looked up periodically (one lookup per poll) and those whose data changed since the last
-poll or appeared are changes in the feed (a trigger on the fingerprints,
-orchestration/migrations/sql/), which the subscriptions app turns into re-evaluations and
-pushes (docs/local-cloud.md "Polling").
-Whose instances to poll is the subscriptions app's to say (it is above this one): its beat
-task (subscriptions.tasks `serviceregistry.poll_instances`) gives the consumers as a callable."""
+"""Polling the ServiceRegistry, which has no change events: a changed fingerprint is a change in
+the feed (a trigger, orchestration/migrations/sql/; docs/local-cloud.md "Polling"). Whose
+instances to poll is the subscriptions app's to say (it is above this one): its beat task gives
+the consumers as a callable."""
 import datetime as dt
 import hashlib
 import json

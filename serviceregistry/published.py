@@ -2,9 +2,11 @@
 and `ServiceInstanceCreateRequestDTO`: the system itself and one instance per service of the
 operation table (api/operations.py), with its interfaces and metadata."""
 import base64
-import ssl
+from pathlib import Path
 from typing import Any
 
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from django.conf import settings
 
 from api.operations import SERVICES, PublishedService
@@ -82,36 +84,6 @@ def _interface(service: PublishedService) -> dict[str, Any]:
 def public_key_base64(certificate_file: str) -> str:
     """The certificate's SubjectPublicKeyInfo (DER) in Base64, what Java's
     `PublicKey.getEncoded()` gives."""
-    with open(certificate_file) as pem:
-        der = ssl.PEM_cert_to_DER_cert(pem.read())
-    certificate = _der_items(_der_content(der, 0))[0]  # tbsCertificate
-    fields = _der_items(_der_content(certificate, 0))
-    if fields[0][0] == 0xA0:  # the explicit version is optional
-        fields = fields[1:]
-    # serialNumber, signature, issuer, validity, subject, subjectPublicKeyInfo
-    return base64.b64encode(fields[5]).decode()
-
-
-def _der_header(data: bytes, offset: int) -> tuple[int, int]:
-    """(start of the content, its length) of the DER element at `offset`."""
-    length, position = data[offset + 1], offset + 2
-    if length & 0x80:
-        count = length & 0x7F
-        length = int.from_bytes(data[position:position + count], "big")
-        position += count
-    return position, length
-
-
-def _der_content(data: bytes, offset: int) -> bytes:
-    start, length = _der_header(data, offset)
-    return data[start:start + length]
-
-
-def _der_items(content: bytes) -> list[bytes]:
-    """The whole elements (tag, length, content) inside a constructed element's content."""
-    items, offset = [], 0
-    while offset < len(content):
-        start, length = _der_header(content, offset)
-        items.append(content[offset:start + length])
-        offset = start + length
-    return items
+    certificate = x509.load_pem_x509_certificate(Path(certificate_file).read_bytes())
+    return base64.b64encode(certificate.public_key().public_bytes(
+        Encoding.DER, PublicFormat.SubjectPublicKeyInfo)).decode()

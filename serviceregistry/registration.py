@@ -1,14 +1,7 @@
-"""Registration in the ServiceRegistry at start-up and revocation at shutdown, run by the
-gunicorn master (config.gunicorn `when_ready`, `on_exit`), so once however many workers serve.
-
-Registration runs in a background thread and never delays serving: like the Java
-`ApplicationInitListener`, it revokes our system (a leftover of an earlier run), registers it,
-then registers each published service. Any failure starts over after a backoff that doubles
-from SERVICE_REGISTRY_RETRY_MIN_SECONDS up to SERVICE_REGISTRY_RETRY_MAX_SECONDS, until it
-succeeds, so a ServiceRegistry that comes up late gets the registration when it does.
-Revocation withdraws every instance registered and the system, best effort, within
-SERVICE_REGISTRY_REVOKE_SECONDS in total.
-"""
+"""Registration in the ServiceRegistry at start-up (a background thread, retried with backoff
+until it succeeds) and revocation at shutdown (best effort, within
+SERVICE_REGISTRY_REVOKE_SECONDS), run by the gunicorn master (config.gunicorn `when_ready`,
+`on_exit`); docs/local-cloud.md "When it happens" and "Revocation"."""
 import logging
 import os
 import threading
@@ -40,16 +33,14 @@ class Registration:
         # logging handler), which would deadlock the worker. Revocation takes it as well, so
         # that it never runs while a registration call is under way.
         self.busy = threading.Lock()
-        self._thread: threading.Thread | None = None
         self._ready: Callable[[], bool] | None = None
 
     def start(self, ready: Callable[[], bool] | None = None) -> None:
         """`ready` tells when the master has forked its first workers: until then the thread
         waits, so that those forks never wait for a registration call."""
         self._ready = ready
-        self._thread = threading.Thread(target=self._run, name="serviceregistry-registration",
-                                        daemon=True)
-        self._thread.start()
+        threading.Thread(target=self._run, name="serviceregistry-registration",
+                         daemon=True).start()
 
     def _run(self) -> None:
         waited = 0

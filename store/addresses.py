@@ -26,7 +26,6 @@ _IPV6_FULL = re.compile(r"([0-9a-f]{4}:){7}[0-9a-f]{4}")
 # At most three digits per octet, so that e.g. `0000000010.0.0.1` is not taken for an IPv4.
 _IPV4_OCTET = re.compile(r"[0-9]{1,3}")
 _HOST_LABEL = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
-_MAC_MULTICAST_PREFIXES = ("01:00:5e:", "33:33:")
 
 
 def normalize_address(value: str) -> str:
@@ -73,20 +72,6 @@ def _fail(reason: str) -> InvalidParameter:
     return InvalidParameter(FAILURE + reason)
 
 
-def validate_address(normalized: str, address_type: str) -> None:
-    """Raise InvalidParameter unless `normalized` is an acceptable address of `address_type`."""
-    if len(normalized) > MAX_ADDRESS_LENGTH:
-        raise _fail("address is too long")
-    validator = _VALIDATORS.get(address_type)
-    if validator is None:
-        raise _fail(f"unknown address type: {address_type}")
-    # The IP and MAC rules below assume the canonical form; a caller-supplied type that does
-    # not match the address would otherwise slip past them.
-    if address_type != "HOSTNAME" and detect_address_type(normalized) != address_type:
-        raise _fail(f"not a valid {address_type} address: {normalized}")
-    validator(normalized)
-
-
 def _validate_ipv4(address: str) -> None:
     first = int(address.split(".")[0])
     if address == "0.0.0.0":
@@ -116,28 +101,19 @@ def _validate_hostname(address: str) -> None:
         raise _fail(f"invalid host name: {address}")
 
 
-def _validate_mac(address: str) -> None:
-    if address == "ff:ff:ff:ff:ff:ff":
-        raise _fail(f"broadcast address is not allowed: {address}")
-    if address.startswith(_MAC_MULTICAST_PREFIXES):
-        raise _fail(f"multicast address is not allowed: {address}")
-
-
-_VALIDATORS = {
-    "HOSTNAME": _validate_hostname,
-    "IPV4": _validate_ipv4,
-    "IPV6": _validate_ipv6,
-    "MAC": _validate_mac,
-}
+_VALIDATORS = {"HOSTNAME": _validate_hostname, "IPV4": _validate_ipv4, "IPV6": _validate_ipv6}
 
 
 def parse_interface_address(value: str) -> str:
-    """The normalized form of an interface's access address; MACs are not reachable addresses."""
+    """The normalized form of an interface's access address, checked by the rules of its
+    detected type; MACs are not reachable addresses."""
     normalized = normalize_address(value)
     address_type = detect_address_type(normalized)
     if address_type == "MAC":
         raise InvalidParameter("Unacceptable address type in property value: MAC")
-    validate_address(normalized, address_type)
+    if len(normalized) > MAX_ADDRESS_LENGTH:
+        raise _fail("address is too long")
+    _VALIDATORS[address_type](normalized)
     return normalized
 
 

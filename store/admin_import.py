@@ -1,14 +1,7 @@
-"""Import and Export buttons on the rule and service instance change lists: the same files,
-reading, plan and services as import_rules / import_instances and export_rules /
-export_instances (store.files, store.services.imports); these views only ask and show.
-
-Import: upload form → preview of what is created, updated, unchanged and removed → confirm.
-The uploaded file waits in the session between preview and confirmation (so it works behind
-several web processes), and the confirmation applies only the previewed plan: if the stored
-entries changed meanwhile, the plan's digest differs and nothing is written."""
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-
+"""Import and Export buttons on the rule and service instance change lists, with the commands'
+files and services (store.files); these views only ask and show. Import: upload → preview →
+confirm. The file waits in the session (several web processes may serve the steps), and the
+confirmation applies only the previewed plan (its digest)."""
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
@@ -20,47 +13,10 @@ from django.http import (
 )
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils import timezone
 
 from conventions.exceptions import ArrowheadError, InvalidParameter
-from store.files import (
-    Export,
-    instances_export,
-    instances_read,
-    rules_export,
-    rules_read,
-)
-from store.services.imports import (
-    ImportPlan,
-    instance_import,
-    instance_import_plan,
-    rule_import,
-    rule_import_plan,
-)
-
-
-@dataclass(frozen=True)
-class Transfer:
-    """How one model's entries are exported, read, planned and imported."""
-
-    noun: str
-    filename: str
-    export: Callable[[], Export]
-    read: Callable[[str, str], Sequence]  # (content, file name)
-    plan: Callable[..., ImportPlan]
-    apply: Callable[..., ImportPlan]  # (request, entries, replace=, update=, expected=)
-
-
-RULES = Transfer(
-    "rule", "rules.json", rules_export,
-    lambda content, source: rules_read(content, source=source), rule_import_plan,
-    lambda request, entries, **kwargs: rule_import(
-        entries, requester=request.user.get_username(), **kwargs))
-
-INSTANCES = Transfer(
-    "instance", "instances.json", instances_export,
-    lambda content, source: instances_read(content, source=source, now=timezone.now()),
-    instance_import_plan, lambda request, entries, **kwargs: instance_import(entries, **kwargs))
+from store.files import Transfer
+from store.services.imports import ImportPlan
 
 
 class ImportForm(forms.Form):
@@ -91,7 +47,8 @@ class ImportForm(forms.Form):
 
 
 class ImportExportMixin:
-    """For a ModelAdmin: the change list's Import and Export buttons and their pages."""
+    """For a ModelAdmin: the change list's Import and Export buttons and their pages, for its
+    `transfer` (store.files.RULES or INSTANCES)."""
 
     transfer: Transfer
     change_list_template = "admin/store/change_list_import_export.html"
@@ -145,8 +102,9 @@ class ImportExportMixin:
             return HttpResponseRedirect(self._url("import"))
         try:
             entries = self.transfer.read(pending["content"], pending["source"])
-            done = self.transfer.apply(request, entries, replace=pending["replace"],
-                                       update=pending["update"], expected=pending["digest"])
+            done = self.transfer.apply(entries, requester=request.user.get_username(),
+                                       replace=pending["replace"], update=pending["update"],
+                                       expected=pending["digest"])
         except ArrowheadError as exc:
             messages.error(request, exc.message)
             return HttpResponseRedirect(self._url("import"))
@@ -179,11 +137,3 @@ class ImportExportMixin:
 
     def _url(self, view: str) -> str:
         return reverse(f"{self.admin_site.name}:{self._url_name()}_{view}")
-
-
-class RuleImportExport(ImportExportMixin):
-    transfer = RULES
-
-
-class InstanceImportExport(ImportExportMixin):
-    transfer = INSTANCES

@@ -1,19 +1,21 @@
-"""The rule and instance files: what export writes and import reads, shared by the management
-commands and the admin's Import/Export pages (docs/decisions.md, "Import and export").
+"""The rule and instance files: what export writes and import reads, and `RULES`/`INSTANCES`,
+what the management commands and the admin's Import/Export pages do with them
+(docs/decisions.md, "Import and export").
 
 Reading parses the JSON, type-checks it with the API's create serializer and validates every
 entry with the store's rules; every problem is an InvalidParameter naming the file or entry."""
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
+from django.utils import timezone
 from rest_framework.exceptions import ValidationError
 from rest_framework.serializers import Serializer
 
 from api.errors import first_validation_message
 from api.input_safety import json_problem
 from conventions.exceptions import InvalidParameter
-from store.models import ServiceInstance
-from store.selectors.rules import rule_export
+from store.models import Rule, ServiceInstance
 from store.serializers.instances import (
     InstanceCreateSerializer,
     instance_create_shape,
@@ -23,6 +25,13 @@ from store.serializers.rules import (
     RuleCreateSerializer,
     RuleSerializer,
     rule_drafts_from,
+)
+from store.services.imports import (
+    ImportPlan,
+    instance_import,
+    instance_import_plan,
+    rule_import,
+    rule_import_plan,
 )
 from store.services.instances import ValidInstance, instance_validate
 from store.services.rules import ValidRule, rule_validate, rules_ensure_distinct
@@ -46,7 +55,8 @@ class Export:
 
 def rules_export() -> Export:
     """`{"entries": [<entry in the API's shape>…], "count": N}`."""
-    return Export("entries", rule_export().iterator(chunk_size=2000),
+    rules = Rule.objects.order_by("consumer", "service_definition", "priority")
+    return Export("entries", rules.iterator(chunk_size=2000),
                   lambda rule: RuleSerializer(rule).data, with_count=True)
 
 
@@ -74,7 +84,7 @@ def _document(content: bytes | str, *, source: str, serializer_class: type[Seria
     return serializer.validated_data
 
 
-def rules_read(content: bytes | str, *, source: str) -> list[ValidRule]:
+def rules_read(content: bytes | str, source: str) -> list[ValidRule]:
     """The rules of an import file (create shape, `entries` or `candidates`; exports work)."""
     drafts = rule_drafts_from(_document(content, source=source,
                                         serializer_class=RuleCreateSerializer))
@@ -90,8 +100,9 @@ def rules_read(content: bytes | str, *, source: str) -> list[ValidRule]:
     return rules
 
 
-def instances_read(content: bytes | str, *, source: str, now) -> list[ValidInstance]:
+def instances_read(content: bytes | str, source: str) -> list[ValidInstance]:
     """The instances of an import file (`{"instances": [...]}`, as export writes it)."""
+    now = timezone.now()
     drafts = instance_drafts_from(_document(content, source=source,
                                             serializer_class=InstanceCreateSerializer))
     seen, instances = set(), []
@@ -108,3 +119,21 @@ def instances_read(content: bytes | str, *, source: str, now) -> list[ValidInsta
         seen.add(instance.instance_id)
         instances.append(instance)
     return instances
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """How one model's entries are exported, read, planned and imported."""
+
+    noun: str
+    filename: str
+    export: Callable[[], Export]
+    read: Callable[[bytes | str, str], Sequence]  # (content, source)
+    plan: Callable[..., ImportPlan]  # (entries, replace=)
+    apply: Callable[..., ImportPlan]  # (entries, requester=, replace=, update=, expected=, …)
+
+
+RULES = Transfer("rule", "rules.json", rules_export, rules_read, rule_import_plan, rule_import)
+INSTANCES = Transfer("instance", "instances.json", instances_export, instances_read,
+                     instance_import_plan,
+                     lambda entries, requester, **options: instance_import(entries, **options))

@@ -1,9 +1,6 @@
-"""Validation of service interfaces and metadata (SPEC §4, reference-dynamic §11.2–11.3).
-
-`generic_http`/`generic_https` and `generic_mqtt`/`generic_mqtts` have fixed protocols and
-validated properties; other templates are accepted with any protocol and free properties.
-Values come back normalized (addresses, operation names, methods) as they are stored.
-"""
+"""Validation of service interfaces and metadata (SPEC §4, reference-dynamic §11.2–11.3;
+docs/catalog.md): the generic templates have fixed protocols and checked properties, others
+any protocol and free properties. Values come back normalized, as they are stored."""
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any

@@ -1,19 +1,7 @@
-"""The Arrowhead 5 metadata requirement language: filtering service instances by JSON metadata.
-
-A *requirement* is a JSON object; every entry is one condition on one key path, and all
-entries must hold (AND). A *list* of requirements matches when any element matches (OR);
-an empty or missing list is no constraint at all.
-
-    {"key.path": <value>}                                  # shorthand for EQUALS <value>
-    {"key.path": {"op": "LESS_THAN", "value": 10}}         # explicit operator
-
-Key paths are split on ``.``; a segment ``name[i]`` reads element ``i`` of the list at
-``name``. A path that cannot be resolved, or that resolves to JSON null, fails its
-condition whatever the operator (so a missing key never satisfies a NOT_* operator).
-Comparisons are Java type-strict: ``1 != 1.0`` and ``True != 1``.
-
-This module is pure (no ORM, no settings, no I/O) so callers can use it anywhere.
-"""
+"""The Arrowhead 5 metadata requirement language (docs/catalog.md, "Metadata requirements"): a
+list of requirements is an OR, one requirement (`{"key.path": value or {"op", "value"}}`) an AND
+of conditions. A missing or null key fails its condition whatever the operator; comparisons are
+Java type-strict. Pure: no ORM, no settings, no I/O."""
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -85,10 +73,6 @@ def _equal(left: object, right: object) -> bool:
     return left == right
 
 
-def _is_number(value: object) -> bool:
-    return _kind(value) in (int, float)
-
-
 def _contains(items: object, value: object) -> bool:
     return isinstance(items, list) and any(_equal(item, value) for item in items)
 
@@ -105,7 +89,8 @@ def _strings(test: Callable[[str, str], bool], fold: bool = False) -> Predicate:
 
 
 def _numbers(test: Callable[[Any, Any], bool]) -> Predicate:
-    return lambda left, right: _is_number(left) and _is_number(right) and test(left, right)
+    return lambda left, right: (_kind(left) in (int, float) and _kind(right) in (int, float)
+                                and test(left, right))
 
 
 def _size_equals(left: object, right: object) -> bool:

@@ -11,16 +11,15 @@ from conventions import names
 from conventions.exceptions import InvalidParameter
 from conventions.instance_ids import build_instance_id
 from conventions.versions import normalize_version, validate_version
-from store.admin_import import InstanceImportExport
+from store.admin_import import ImportExportMixin
+from store.files import INSTANCES
 from store.interfaces import InterfaceDraft, interface_validate, metadata_validate
 from store.models import ServiceInstance, ServiceInterface
 from store.services.instances import (
     ValidInstance,
-    ValidInstanceUpdate,
     instance_delete_many,
     instance_remove_expired,
     instances_store,
-    instances_update,
 )
 
 
@@ -116,11 +115,12 @@ class ServiceInterfaceInline(admin.StackedInline):
 
 
 @admin.register(ServiceInstance)
-class ServiceInstanceAdmin(InstanceImportExport, admin.ModelAdmin):
+class ServiceInstanceAdmin(ImportExportMixin, admin.ModelAdmin):
     """Writes go through the instance services, like the API's: the instance and its
     interfaces are written in one call (in `save_related`, where the interface forms are
     known), so the ids are locked and the change is recorded for subscriptions."""
 
+    transfer = INSTANCES
     form = ServiceInstanceAdminForm
     inlines = [ServiceInterfaceInline]
     list_display = ("service_instance_id", "provider", "service_definition", "version",
@@ -147,13 +147,10 @@ class ServiceInstanceAdmin(InstanceImportExport, admin.ModelAdmin):
                       for formset in formsets for f in formset.forms
                       if f.cleaned_data and not f.cleaned_data.get("DELETE")]
         data, obj = form.cleaned_data, form.instance
-        if change:
-            saved = instances_update([ValidInstanceUpdate(
-                obj.service_instance_id, data["expires_at"], data["metadata"], interfaces)])[0]
-        else:
-            saved = instances_store([ValidInstance(
-                data["provider"], data["service_definition"], data["version"],
-                data["expires_at"], data["metadata"], interfaces)])[0]
+        parts = ((obj.provider, obj.service_definition, obj.version) if change else
+                 (data["provider"], data["service_definition"], data["version"]))
+        saved = instances_store([ValidInstance(*parts, data["expires_at"], data["metadata"],
+                                               interfaces)], update=change)[0]
         obj.__dict__.update({f.attname: getattr(saved, f.attname)
                              for f in ServiceInstance._meta.fields})
         obj._state.adding = False

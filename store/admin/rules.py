@@ -1,7 +1,5 @@
 """The rules' admin (the rule services write, with the API's validation and messages): the
 list in the order pull tries them, flagging rules whose instance is not in the catalog."""
-from functools import partial
-
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import Exists, OuterRef, QuerySet
@@ -13,9 +11,9 @@ from api.admin_filters import name_filter
 from api.admin_forms import DatalistInput
 from conventions import names
 from conventions.exceptions import InvalidParameter
-from store.admin_import import RuleImportExport
+from store.admin_import import ImportExportMixin
+from store.files import RULES
 from store.models import MAX_PRIORITY, Rule, ServiceInstance
-from store.selectors.instances import instance_id_is_known, instance_id_suggestions
 from store.services.rules import (
     RuleDraft,
     rule_delete_many,
@@ -60,7 +58,8 @@ class RuleAdminForm(forms.ModelForm):
                                    "registered later.",
         }
         widgets = {"service_instance_id": DatalistInput(
-            partial(instance_id_suggestions, limit=INSTANCE_SUGGESTIONS),
+            lambda: ServiceInstance.objects.order_by("service_instance_id").values_list(
+                "service_instance_id", flat=True)[:INSTANCE_SUGGESTIONS],
             attrs={"class": "vTextField", "autocomplete": "off"})}
 
     def clean(self) -> dict:
@@ -99,10 +98,11 @@ class InCatalogFilter(admin.SimpleListFilter):
 
 
 @admin.register(Rule)
-class RuleAdmin(RuleImportExport, admin.ModelAdmin):
+class RuleAdmin(ImportExportMixin, admin.ModelAdmin):
     """Writes go through the rule services, like the API's. Four columns so that the list
     fits 1400 px; the service definition is the middle of the instance id."""
 
+    transfer = RULES
     form = RuleAdminForm
     list_display = ("consumer_short", "instance", "priority", "updated")
     list_editable = ("priority",)
@@ -158,7 +158,8 @@ class RuleAdmin(RuleImportExport, admin.ModelAdmin):
                                            requester=requester)[0]
         else:
             saved = rules_store([form.cleaned_data["valid_rule"]], requester=requester)[0]
-            if not instance_id_is_known(saved.service_instance_id):
+            known = ServiceInstance.objects.filter(service_instance_id=saved.service_instance_id)
+            if not known.exists():  # the local catalog; the ServiceRegistry is not asked
                 self.message_user(request, f"{saved.service_instance_id}: {NOT_IN_CATALOG}",
                                   messages.WARNING)
         obj.__dict__.update({f.attname: getattr(saved, f.attname) for f in Rule._meta.fields})

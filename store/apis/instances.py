@@ -77,14 +77,16 @@ class InstanceUpdateApi(APIView):
 
 
 class InstanceQuerySerializer(serializers.Serializer):
+    """The filters, named as `instance_filters_parse` names them."""
+
     pagination = pagination_field(**SORTING)
-    instanceIds = optional_string_list(limit_setting="MAX_BULK_SIZE")
-    providerNames = optional_string_list()
-    serviceDefinitionNames = optional_string_list()
+    instanceIds = optional_string_list(limit_setting="MAX_BULK_SIZE", source="instance_ids")
+    providerNames = optional_string_list(source="provider_names")
+    serviceDefinitionNames = optional_string_list(source="service_definition_names")
     versions = optional_string_list()
-    alivesAt = StrictCharField(required=False, allow_null=True)
+    alivesAt = StrictCharField(required=False, allow_null=True, source="alives_at")
     metadataRequirementsList = RequirementListField(
-        required=False, allow_null=True,
+        required=False, allow_null=True, source="metadata_requirements_list",
         help_text="OR of requirement objects; each object is an AND of key-path conditions.")
 
 
@@ -99,13 +101,8 @@ class InstanceQueryApi(APIView):
                    extensions=null_body_is_absent())
     def post(self, request: Request) -> Response:
         data = validated(InstanceQuerySerializer, request.data)
-        page = parse_pagination(data.get("pagination"), **SORTING)
-        filters = instance_filters_parse(
-            instance_ids=data.get("instanceIds"), provider_names=data.get("providerNames"),
-            service_definition_names=data.get("serviceDefinitionNames"),
-            versions=data.get("versions"), alives_at=data.get("alivesAt"),
-            metadata_requirements_list=data.get("metadataRequirementsList"))
-        return _list_response(*instance_list(filters=filters, page=page))
+        page = parse_pagination(data.pop("pagination", None), **SORTING)
+        return _list_response(*instance_list(filters=instance_filters_parse(**data), page=page))
 
 
 class InstanceRemoveApi(APIView):

@@ -60,14 +60,17 @@ def _rule_list_response(rules, count: int, status: int = 200) -> Response:
 
 
 class RuleQuerySerializer(serializers.Serializer):
+    """The filters, named as `rule_filters_parse` names them."""
+
     pagination = pagination_field(**SORTING)
     ids = optional_string_list(limit_setting="MAX_BULK_SIZE")
-    consumerNames = optional_string_list()
-    serviceDefinitions = optional_string_list()
-    serviceInstanceIds = optional_string_list(limit_setting="MAX_BULK_SIZE")
-    minPriority = optional_positive_integer()
-    maxPriority = optional_positive_integer()
-    createdBy = StrictCharField(required=False, allow_null=True)
+    consumerNames = optional_string_list(source="consumer_names")
+    serviceDefinitions = optional_string_list(source="service_definitions")
+    serviceInstanceIds = optional_string_list(limit_setting="MAX_BULK_SIZE",
+                                              source="service_instance_ids")
+    minPriority = optional_positive_integer(source="min_priority")
+    maxPriority = optional_positive_integer(source="max_priority")
+    createdBy = StrictCharField(required=False, allow_null=True, source="created_by")
 
 
 class RuleQueryApi(APIView):
@@ -84,14 +87,8 @@ class RuleQueryApi(APIView):
                    extensions=null_body_is_absent())
     def post(self, request: Request) -> Response:
         data = validated(RuleQuerySerializer, request.data)
-        page = parse_pagination(data.get("pagination"), **SORTING)
-        filters = rule_filters_parse(
-            ids=data.get("ids"), consumer_names=data.get("consumerNames"),
-            service_definitions=data.get("serviceDefinitions"),
-            service_instance_ids=data.get("serviceInstanceIds"),
-            min_priority=data.get("minPriority"), max_priority=data.get("maxPriority"),
-            created_by=data.get("createdBy"))
-        return _rule_list_response(*rule_list(filters=filters, page=page))
+        page = parse_pagination(data.pop("pagination", None), **SORTING)
+        return _rule_list_response(*rule_list(filters=rule_filters_parse(**data), page=page))
 
     @extend_schema(operation_id="simpleStoreRemoveAtQuery", tags=TAG, request=None,
                    parameters=REMOVE_PARAMETERS, responses={200: None, **error_responses(403, 423)},
@@ -116,16 +113,6 @@ class RuleCreateApi(APIView):
         return _rule_list_response(rules, len(rules), status=201)
 
 
-class PriorityMapField(BoundedDictField):
-    """The body of modify-priorities: one rule id per entry, so bounded like a bulk."""
-
-    default_error_messages = {"max_entries": "Priority map has more than {max_length} entries"}
-
-    def __init__(self) -> None:
-        super().__init__(child=StrictIntegerField(allow_null=True),
-                         limit_setting="MAX_BULK_SIZE")
-
-
 class RuleModifyPrioritiesApi(APIView):
     service_operation = operation(SIMPLE_STORE_MANAGEMENT, "modify-priorities")
 
@@ -136,7 +123,11 @@ class RuleModifyPrioritiesApi(APIView):
                    description="Sets new priorities of existing rules, all together; no body "
                    "changes nothing.")
     def put(self, request: Request) -> Response:
-        priorities = PriorityMapField().run_validation(request.data)
+        # One rule id per entry, so bounded like a bulk.
+        priorities = BoundedDictField(
+            child=StrictIntegerField(allow_null=True), limit_setting="MAX_BULK_SIZE",
+            error_messages={"max_entries": "Priority map has more than {max_length} entries"},
+        ).run_validation(request.data)
         rules = rule_priorities_modify(priorities=priorities, requester=request.user.name)
         return _rule_list_response(rules, len(rules))
 

@@ -3,20 +3,17 @@ import os
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from store.files import Export
+from store.files import Transfer
 
 
 class ExportCommand(BaseCommand):
-    noun: str  # "rule", "instance"
+    transfer: Transfer
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--output", "-o", help="file to write (default: standard output)")
 
-    def export(self) -> Export:
-        raise NotImplementedError
-
     def handle(self, *args, **options) -> None:
-        export = self.export()
+        export = self.transfer.export()
         if options["output"]:
             # Written aside and renamed when complete: a failed export leaves no half file.
             partial = f"{options['output']}.partial"
@@ -30,4 +27,4 @@ class ExportCommand(BaseCommand):
         else:
             for chunk in export:
                 self.stdout.write(chunk, ending="")
-        self.stderr.write(f"Exported {export.count} {self.noun}(s).")
+        self.stderr.write(f"Exported {export.count} {self.transfer.noun}(s).")

@@ -1,20 +1,32 @@
 """What import_rules and import_instances share: options, the plan printed, the confirmation
-of removals. The work is in store.files (reading) and store.services.imports (plan, apply)."""
+of removals, the progress bar. The work is their `transfer`'s (store.files)."""
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 from django.db import OperationalError
 
 from conventions.exceptions import ArrowheadError
-from store.management.progress import progress_bar
+from store.files import Transfer
 from store.services.imports import ImportPlan, ImportRefused
 
 SHOWN = 50  # removals listed before a confirmation question
+WIDTH = 30  # of the progress bar
+
+
+def progress_bar(stream: OutputWrapper, label: str) -> Callable[[int, int], None]:
+    """A text progress bar (one line, redrawn)."""
+    def show(done: int, total: int) -> None:
+        filled = WIDTH * done // total if total else WIDTH
+        stream.write(f"\r{label} [{'#' * filled}{'.' * (WIDTH - filled)}] {done}/{total}",
+                     ending="\n" if done >= total else "")  # the line ends when the bar is full
+        stream.flush()
+
+    return show
 
 
 class ImportCommand(BaseCommand):
-    noun: str  # "rule", "instance"
+    transfer: Transfer
     stealth_options = ("stdin",)  # tests answer the confirmation question through it
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -31,20 +43,11 @@ class ImportCommand(BaseCommand):
         parser.add_argument("--yes", action="store_true",
                             help="remove without asking (needed without a terminal)")
 
-    def read(self, content: bytes, source: str, options: dict) -> Sequence:
-        raise NotImplementedError
-
-    def plan(self, entries: Sequence, *, replace: bool) -> ImportPlan:
-        raise NotImplementedError
-
-    def apply(self, entries: Sequence, options: dict, **kwargs) -> ImportPlan:
-        raise NotImplementedError
-
     def handle(self, *args, **options) -> None:
-        entries = self._read(options["file"], options)
+        entries = self._read(options["file"])
         replace = options["replace"]
         try:
-            plan = self.plan(entries, replace=replace)
+            plan = self.transfer.plan(entries, replace=replace)
             if options["dry_run"]:
                 self._print_plan(plan, options["verbosity"])
                 self.stdout.write("Dry run: nothing written.")
@@ -55,9 +58,10 @@ class ImportCommand(BaseCommand):
             if plan.removed and not options["yes"]:
                 self._confirm_removal(plan, options.get("stdin") or sys.stdin)
                 confirmed = plan.digest  # apply what the operator saw, or nothing
-            done = self.apply(entries, options, replace=replace, update=options["update"],
-                              expected=confirmed,
-                              progress=progress_bar(self.stderr, f"Importing {self.noun}s"))
+            done = self.transfer.apply(
+                entries, requester=options.get("requester"), replace=replace,
+                update=options["update"], expected=confirmed,
+                progress=progress_bar(self.stderr, f"Importing {self.noun}s"))
         except ImportRefused as exc:
             raise CommandError(f"{exc.message}. Run with --update to overwrite them "
                                "(--dry-run lists every change).") from exc
@@ -67,14 +71,18 @@ class ImportCommand(BaseCommand):
                           f"{len(done.created)} created, {len(done.updated)} updated, "
                           f"{len(done.unchanged)} unchanged, {len(done.removed)} removed.")
 
-    def _read(self, path: str, options: dict) -> Sequence:
+    @property
+    def noun(self) -> str:
+        return self.transfer.noun
+
+    def _read(self, path: str) -> list:
         try:
             with open(path, "rb") as file:
                 content = file.read()
         except OSError as exc:
             raise CommandError(f"Cannot read {path}: {exc}") from exc
         try:
-            return self.read(content, path, options)
+            return self.transfer.read(content, path)
         except ArrowheadError as exc:
             raise CommandError(exc.message) from exc
 

@@ -99,14 +99,3 @@ def instance_list(*, filters: InstanceFilters,
     page_pks = matching[page.offset:page.offset + page.size]
     rows = ServiceInstance.objects.prefetch_related("interfaces").in_bulk(page_pks)
     return [rows[pk] for pk in page_pks], len(matching)
-
-
-def instance_id_suggestions(*, limit: int) -> list[str]:
-    """The first `limit` instance ids of the catalog in id order, for a picker."""
-    return list(ServiceInstance.objects.order_by("service_instance_id")
-                .values_list("service_instance_id", flat=True)[:limit])
-
-
-def instance_id_is_known(instance_key: str) -> bool:
-    """Whether the local catalog holds the instance (the ServiceRegistry is not asked)."""
-    return ServiceInstance.objects.filter(service_instance_id=instance_key).exists()

@@ -84,8 +84,3 @@ def rule_list(*, filters: RuleFilters, page: PageRequest) -> tuple[list[Rule], i
     slicing happen in SQL."""
     rows, total = paginate(_filtered(filters), page, columns=SORT_COLUMNS, tie_breaker="id")
     return list(rows), total
-
-
-def rule_export() -> QuerySet[Rule]:
-    """Every rule, in a stable order, streamed."""
-    return Rule.objects.order_by("consumer", "service_definition", "priority")

@@ -1,11 +1,6 @@
 """Importing rule and instance files (store.files reads them): the plan of what an import
-changes, and applying it. `import_rules`, `import_instances` and the admin's Import pages all
-call these (docs/decisions.md, "Import and export (issue 18)").
-
-An entry is matched with the stored one of the same key: a rule by (consumer, service
-definition, priority), an instance by its id. Equal → unchanged (imports are idempotent);
-different → updated, refused unless updates are allowed; absent → created. With `replace`,
-stored entries the file does not hold are removed."""
+changes, and applying it; an entry is matched with the stored one of the same key
+(docs/decisions.md, "Import and export (issue 18)"; docs/rule-store.md)."""
 import hashlib
 import json
 import uuid
@@ -25,6 +20,7 @@ from store.services.instances import (
     instances_store,
 )
 from store.services.locks import instances_lock, rule_sets_lock
+from store.services.rules import rule_row, rules_stored
 
 Progress = Callable[[int, int], None]  # (written so far, to write)
 _CHUNK = 1000  # keys per lookup query, rows per insert
@@ -88,18 +84,12 @@ def _rule_line(consumer: str, instance_id: str, priority: int) -> str:
 
 def _stored_rules(rules: Sequence, *, replace: bool) -> dict[RuleKey, tuple[uuid.UUID, str]]:
     """Stored rules by key, with id and instance id: every rule for a replace, else those
-    the file's keys may match (a superset, read in chunks)."""
+    with the file's keys."""
+    if not replace:
+        return rules_stored(rules)
     columns = ("consumer", "service_definition", "priority", "id", "service_instance_id")
-    if replace:
-        queries = [Rule.objects.all()]
-    else:
-        queries = [Rule.objects.filter(
-            consumer__in={r.consumer for r in chunk},
-            service_definition__in={r.instance.service_definition for r in chunk},
-            priority__in={r.priority for r in chunk})
-            for chunk in (rules[start:start + _CHUNK] for start in range(0, len(rules), _CHUNK))]
-    return {(c, s, p): (rule_id, instance_id) for query in queries
-            for c, s, p, rule_id, instance_id in query.values_list(*columns).iterator(5000)}
+    return {(c, s, p): (rule_id, instance_id) for c, s, p, rule_id, instance_id
+            in Rule.objects.values_list(*columns).iterator(5000)}
 
 
 @dataclass
@@ -136,13 +126,6 @@ def rule_import_plan(rules: Sequence, *, replace: bool) -> ImportPlan:
     return _rule_work(rules, replace=replace).plan
 
 
-def _rule_sets(rules: Sequence, *, replace: bool) -> set[tuple[str, str]]:
-    rule_sets = {(rule.consumer, rule.instance.service_definition) for rule in rules}
-    if replace:
-        rule_sets.update(Rule.objects.values_list("consumer", "service_definition").distinct())
-    return rule_sets
-
-
 def _rules_write(work: _RuleWork, requester: str, progress: Progress | None) -> None:
     now = timezone.now()
     removed = [rule_id for rule_id, _ in work.remove]
@@ -156,11 +139,8 @@ def _rules_write(work: _RuleWork, requester: str, progress: Progress | None) -> 
     if work.update:
         _report(progress, len(work.update), total)
     for start in range(0, len(work.create), _CHUNK):
-        Rule.objects.bulk_create(
-            Rule(consumer=rule.consumer, service_definition=rule.instance.service_definition,
-                 service_instance_id=str(rule.instance), priority=rule.priority,
-                 created_by=requester, updated_by=requester, created_at=now, updated_at=now)
-            for rule in work.create[start:start + _CHUNK])
+        Rule.objects.bulk_create(rule_row(rule, requester, now)
+                                 for rule in work.create[start:start + _CHUNK])
         _report(progress, len(work.update) + min(start + _CHUNK, len(work.create)), total)
 
 
@@ -172,7 +152,10 @@ def rule_import(rules: Sequence, *, requester: str, replace: bool = False, updat
     it changed. The rule sets involved are locked first (as every rule writer does), so the
     plan cannot change while it is applied. `expected`: the digest of a previewed plan; a
     different plan is refused."""
-    rule_sets_lock(_rule_sets(rules, replace=replace))
+    rule_sets = {(rule.consumer, rule.instance.service_definition) for rule in rules}
+    if replace:
+        rule_sets.update(Rule.objects.values_list("consumer", "service_definition").distinct())
+    rule_sets_lock(rule_sets)
     work = _rule_work(rules, replace=replace)
     _ensure_allowed(work.plan, update=update, expected=expected)
     _rules_write(work, requester, progress)

@@ -1,11 +1,6 @@
 """Writing the service instance catalog (SPEC §4): create (same id replaces), update, remove,
-and purge of expired instances. The API, the admin (add, change, delete, actions) and the
-import command all write through here, so every write locks the ids (and nudges
-the subscriptions' change processing).
-
-Each write validates raw drafts into typed values (`ValidInstance`, `ValidInstanceUpdate`)
-and then stores them (`instances_store`, `instances_update`); both replace interfaces
-through `_interfaces_replace`."""
+and purge of expired instances. Every writer (API, admin, import) goes through here, so every
+write locks the ids and nudges the subscriptions' change processing."""
 import datetime as dt
 import json
 from collections.abc import Iterable, Sequence
@@ -17,7 +12,7 @@ from django.utils import timezone
 
 from conventions import names
 from conventions.exceptions import InvalidParameter
-from conventions.instance_ids import build_instance_id, instance_id
+from conventions.instance_ids import build_instance_id, parse_instance_id
 from conventions.timestamps import parse_utc
 from conventions.versions import normalize_version, validate_version
 from database.transaction_retry import retry_on_conflict
@@ -71,16 +66,6 @@ class ValidInstance:
         return build_instance_id(self.provider, self.service_definition, self.version)
 
 
-@dataclass(frozen=True)
-class ValidInstanceUpdate:
-    """What an update replaces on the stored instance `instance_id`."""
-
-    instance_id: str
-    expires_at: dt.datetime | None
-    metadata: dict
-    interfaces: list[ValidInterface]
-
-
 def _expiry(value: Any, now: dt.datetime) -> dt.datetime | None:
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
@@ -122,15 +107,6 @@ def _ensure_not_empty(drafts: Sequence, limit: int | None) -> None:
         raise InvalidParameter(f"Too many instances: at most {limit} may be sent in one request")
     if any(draft is None for draft in drafts):
         raise InvalidParameter("Instance list contains null element")
-
-
-def instance_drafts_validate(drafts: Sequence[InstanceDraft | None], *,
-                             limit: int | None) -> list[ValidInstance]:
-    _ensure_not_empty(drafts, limit)
-    now = timezone.now()
-    instances = [instance_validate(draft, now=now) for draft in drafts]
-    _ensure_distinct((i.instance_id for i in instances), "Duplicated instance")
-    return instances
 
 
 def _interface_rows(instance: ServiceInstance,
@@ -225,14 +201,18 @@ def _store_chunk(instances: Sequence[ValidInstance], existing: dict[str, Service
 @retry_on_conflict
 @transaction.atomic
 def instances_store(instances: Sequence[ValidInstance], *, batch_size: int = 500,
-                    progress=None) -> list[ServiceInstance]:
+                    progress=None, update: bool = False) -> list[ServiceInstance]:
     """Create validated instances; an instance whose id exists is replaced (its metadata,
     expiry and interfaces; it keeps its creation time and its interfaces' latency
     measurements when address and port are unchanged). Rows are locked and inserted in id
-    order (see `_lock_existing`); the answer keeps the request's order."""
+    order (see `_lock_existing`); the answer keeps the request's order. With `update`, an id
+    that is not stored is refused."""
     now = timezone.now()
     processing_nudge()
     existing = _lock_existing([instance.instance_id for instance in instances], batch_size)
+    for instance in instances if update else ():
+        if instance.instance_id not in existing:
+            raise InvalidParameter(f"Instance id does not exist: {instance.instance_id}")
     ordered = sorted(instances, key=lambda instance: instance.instance_id)
     rows: dict[str, ServiceInstance] = {}
     for start in range(0, len(ordered), batch_size):
@@ -245,53 +225,33 @@ def instances_store(instances: Sequence[ValidInstance], *, batch_size: int = 500
 
 def instance_create_many(*, drafts: Sequence[InstanceDraft | None],
                          limit: int | None) -> list[ServiceInstance]:
-    instances = instance_drafts_validate(drafts, limit=limit)
+    _ensure_not_empty(drafts, limit)
+    now = timezone.now()
+    instances = [instance_validate(draft, now=now) for draft in drafts]
+    _ensure_distinct((i.instance_id for i in instances), "Duplicated instance")
     # A concurrent create of the same new id waits for this one (the id locks) and then
     # replaces it, as a create of an existing id does.
     return instances_store(instances)
 
 
-def instance_update_validate(draft: InstanceUpdateDraft, *,
-                             now: dt.datetime) -> ValidInstanceUpdate:
+def instance_update_validate(draft: InstanceUpdateDraft, *, now: dt.datetime) -> ValidInstance:
+    """An update replaces expiry (None clears it), metadata and interfaces of a stored id."""
     raw_id = _text_or_none(draft.instance_id, "instanceId")
     if raw_id is None or not raw_id.strip():
         raise InvalidParameter("Instance id is empty")
-    return ValidInstanceUpdate(instance_id(raw_id), _expiry(draft.expires_at, now),
-                               metadata_validate(draft.metadata),
-                               interfaces_validate(draft.interfaces))
-
-
-@retry_on_conflict
-@transaction.atomic
-def instances_update(updates: Sequence[ValidInstanceUpdate]) -> list[ServiceInstance]:
-    """Replace expiry (None clears it), metadata and the whole interface list of existing
-    instances (locked in id order first); an id that is not stored is refused."""
-    now = timezone.now()
-    stored = _lock_existing([update.instance_id for update in updates],
-                            batch_size=max(len(updates), 1))
-    for update in updates:
-        if update.instance_id not in stored:
-            raise InvalidParameter(f"Instance id does not exist: {update.instance_id}")
-    rows = []
-    for update in updates:
-        row = stored[update.instance_id]
-        row.expires_at, row.metadata, row.updated_at = update.expires_at, update.metadata, now
-        rows.append(row)
-    ServiceInstance.objects.bulk_update(rows, ["expires_at", "metadata", "updated_at"])
-    processing_nudge()
-    _interfaces_replace([(row, update.interfaces) for row, update in zip(rows, updates)])
-    return _with_interfaces(rows)
+    return ValidInstance(*parse_instance_id(raw_id), _expiry(draft.expires_at, now),
+                         metadata_validate(draft.metadata), interfaces_validate(draft.interfaces))
 
 
 def instance_update_many(*, drafts: Sequence[InstanceUpdateDraft | None],
                          limit: int | None) -> list[ServiceInstance]:
-    """Validate updates sent to the API (every one, before anything is written) and apply
-    them with `instances_update`."""
+    """Validate updates sent to the API (every one, before anything is written) and store
+    them; an id that is not stored is refused."""
     _ensure_not_empty(drafts, limit)
     now = timezone.now()
     updates = [instance_update_validate(draft, now=now) for draft in drafts]
     _ensure_distinct((update.instance_id for update in updates), "Duplicated instance id")
-    return instances_update(updates)
+    return instances_store(updates, update=True)
 
 
 @retry_on_conflict

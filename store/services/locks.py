@@ -1,14 +1,8 @@
 """Locks that make concurrent store writers wait for each other in one fixed order
-(database.advisory_locks).
-
-A rule set is the rules of one (consumer, service definition): its priorities are unique, so
-every writer of a rule set (create, modify priorities, remove) first locks its rule sets. Row
-locks cannot do this: a create's rows do not exist yet, and the unique index of the priorities
-is deferrable, so two INSERTs of the same keys only check each other at the end of their
-statements and then wait for each other ("deadlock detected"). Service instances are locked
-by id the same way: a create and a remove of the same new id would otherwise race to insert
-it twice.
-"""
+(database.advisory_locks): every writer of a rule set (consumer, service definition) or of an
+instance id takes them first. Row locks cannot: a create's rows do not exist yet, and the
+deferrable priority index lets two INSERTs of the same keys deadlock (docs/rule-store.md,
+"Concurrent writers")."""
 from collections.abc import Iterable
 
 from database.advisory_locks import advisory_locks

@@ -1,10 +1,7 @@
 """A nudge to the subscriptions' change processing after a commit that changed rules or
-instances, so that a push follows an operator's write within SUBSCRIPTION_COALESCE_SECONDS.
-
-Only a nudge: the changes are in the feed the database writes (orchestration/snapshot/
-changes.py), which beat reads every 2 s anyway (without a broker, the in-process scheduler):
-a writer without a nudge, or a broker that is down, delays a push by that much, never loses
-it. The task is asked for by name; the store does not import the subscriptions app."""
+instances. Only a nudge: the changes are in the feed the database writes, which beat reads
+every 2 s anyway, so a missing nudge delays a push, never loses it. The task is asked for by
+name; the store does not import the subscriptions app."""
 import logging
 
 from celery import current_app

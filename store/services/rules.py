@@ -18,8 +18,7 @@ from store.services.nudge import processing_nudge
 from store.models import MAX_PRIORITY, UNIQUE_PRIORITY, Rule
 from store.services.locks import rule_sets_lock
 
-# How many rules one duplicate-check query looks at (keeps IN lists short on big imports).
-_CHECK_CHUNK = 1000
+_CHECK_CHUNK = 1000  # rules a lookup query looks at
 
 
 @dataclass(frozen=True)
@@ -64,19 +63,6 @@ def rule_validate(draft: RuleDraft) -> ValidRule:
     return ValidRule(consumer, parse_instance_id(draft.service_instance_id), draft.priority)
 
 
-def rule_drafts_validate(drafts: Sequence[RuleDraft | None], *, limit: int | None) -> list[ValidRule]:
-    """Validate a create request: every draft, then uniqueness inside the request."""
-    if not drafts:
-        raise InvalidParameter("Request payload is empty")
-    if limit is not None and len(drafts) > limit:
-        raise InvalidParameter(f"Too many entries: at most {limit} may be created in one request")
-    if any(draft is None for draft in drafts):
-        raise InvalidParameter("Request payload contains null element")
-    rules = [rule_validate(draft) for draft in drafts]
-    rules_ensure_distinct(rules)
-    return rules
-
-
 def rules_ensure_distinct(rules: Sequence[ValidRule]) -> None:
     seen: set[tuple[str, str, int]] = set()
     for rule in rules:
@@ -85,33 +71,31 @@ def rules_ensure_distinct(rules: Sequence[ValidRule]) -> None:
         seen.add(rule.key)
 
 
-def rules_ensure_not_stored(rules: Sequence[ValidRule]) -> None:
-    """Refuse the first rule (in request order) whose key a stored rule already has."""
-    for start in range(0, len(rules), _CHECK_CHUNK):
-        chunk = rules[start:start + _CHECK_CHUNK]
-        stored = set(
-            Rule.objects.filter(
+def rules_stored(rules: Sequence[ValidRule]) -> dict[tuple[str, str, int], tuple[uuid.UUID, str]]:
+    """The stored rules with the key of one of `rules`: (id, instance id) by key. The queries
+    (one a chunk of rules) read a superset, so that IN lists stay short on big imports."""
+    columns = ("consumer", "service_definition", "priority", "id", "service_instance_id")
+    chunks = (rules[start:start + _CHECK_CHUNK] for start in range(0, len(rules), _CHECK_CHUNK))
+    return {(c, s, p): (rule_id, instance_id) for chunk in chunks
+            for c, s, p, rule_id, instance_id in Rule.objects.filter(
                 consumer__in={r.consumer for r in chunk},
                 service_definition__in={r.instance.service_definition for r in chunk},
-                priority__in={r.priority for r in chunk},
-            ).values_list("consumer", "service_definition", "priority")
-        )
-        for rule in chunk:
-            if rule.key in stored:
-                raise InvalidParameter(_stored_message(*rule.key))
+                priority__in={r.priority for r in chunk}).values_list(*columns)}
 
 
-def _new_rule(rule: ValidRule, requester: str, now) -> Rule:
-    return Rule(
-        consumer=rule.consumer,
-        service_definition=rule.instance.service_definition,
-        service_instance_id=str(rule.instance),
-        priority=rule.priority,
-        created_by=requester,
-        updated_by=requester,
-        created_at=now,
-        updated_at=now,
-    )
+def rules_ensure_not_stored(rules: Sequence[ValidRule]) -> None:
+    """Refuse the first rule (in request order) whose key a stored rule already has."""
+    stored = rules_stored(rules)
+    for rule in rules:
+        if rule.key in stored:
+            raise InvalidParameter(_stored_message(*rule.key))
+
+
+def rule_row(rule: ValidRule, requester: str, now) -> Rule:
+    """The new row of a validated rule."""
+    return Rule(consumer=rule.consumer, service_definition=rule.instance.service_definition,
+                service_instance_id=str(rule.instance), priority=rule.priority,
+                created_by=requester, updated_by=requester, created_at=now, updated_at=now)
 
 
 @retry_on_conflict
@@ -121,7 +105,7 @@ def rules_store(rules: Sequence[ValidRule], *, requester: str,
     request stored first is refused with the same 400 as one stored before: the rule set
     locks make the later request wait and then see it (the unique constraint is the net)."""
     now = timezone.now()
-    created = [_new_rule(rule, requester, now) for rule in rules]
+    created = [rule_row(rule, requester, now) for rule in rules]
     try:
         with transaction.atomic():
             rule_sets_lock((rule.consumer, rule.instance.service_definition) for rule in rules)
@@ -137,25 +121,34 @@ def rules_store(rules: Sequence[ValidRule], *, requester: str,
 
 def rule_create_many(*, drafts: Sequence[RuleDraft | None], requester: str,
                      limit: int | None) -> list[Rule]:
-    return rules_store(rule_drafts_validate(drafts, limit=limit), requester=requester)
+    """Validate a create request (every draft, then uniqueness inside it) and store it."""
+    if not drafts:
+        raise InvalidParameter("Request payload is empty")
+    if limit is not None and len(drafts) > limit:
+        raise InvalidParameter(f"Too many entries: at most {limit} may be created in one request")
+    if any(draft is None for draft in drafts):
+        raise InvalidParameter("Request payload contains null element")
+    rules = [rule_validate(draft) for draft in drafts]
+    rules_ensure_distinct(rules)
+    return rules_store(rules, requester=requester)
 
 
 def _parse_priority_map(priorities: dict[str, int | None]) -> dict[uuid.UUID, int]:
-    ids = {}
-    for key in priorities:
+    changes = {}
+    for key, value in priorities.items():
         rule_id = require_uuid(key)
-        if rule_id in ids.values():
+        if rule_id in changes:
             raise InvalidParameter(f"Duplicate UUID: {rule_id}")
-        ids[key] = rule_id
-    if any(value is None for value in priorities.values()):
+        changes[rule_id] = value
+    if any(value is None for value in changes.values()):
         raise InvalidParameter("Priority map contains null value")
-    for value in priorities.values():
+    for value in changes.values():
         if value < 1 or value > MAX_PRIORITY:
             raise InvalidParameter(f"Invalid priority: {value}, should be positive"
                                    if value < 1 else
                                    f"Invalid priority: {value}, should not be greater than "
                                    f"{MAX_PRIORITY}")
-    return {ids[key]: value for key, value in priorities.items()}
+    return changes
 
 
 def _ensure_unique_after(changes: dict[uuid.UUID, int], rules: Iterable[Rule]) -> None:

@@ -1,10 +1,9 @@
-from store.files import instances_export
+from store.files import INSTANCES
 from store.management.exporting import ExportCommand
 
 
 class Command(ExportCommand):
-    noun = "instance"
+    transfer = INSTANCES
     help = ("Write every service instance as JSON in the create request's shape, "
             '{"instances": [{systemName, serviceDefinitionName, version, expiresAt, metadata, '
             "interfaces}]}; import_instances reads it back.")
-    export = staticmethod(instances_export)
