@@ -4,7 +4,7 @@ shared (100.64.0.0/10), reserved, multicast and unspecified addresses, and this 
 addresses, are refused otherwise; this service's own API (its address and PORT) always.
 
 Checked at subscribe time (subscriptions/notify_targets.py) and again before every connection
-(notifications/transports.py), which connects to the very addresses checked here: a name that
+(notifications/http_connections.py), which connects to the very addresses checked here: a name that
 resolves elsewhere later (DNS rebinding) cannot lead a send to an address the check refused.
 """
 import functools
