@@ -5,7 +5,7 @@ from celery import Task, shared_task
 
 from notifications.handover import deliveries_enqueue
 from notifications.retention import deliveries_remove_old
-from notifications.selectors import deliveries_seconds_until_due, delivery_protocol
+from notifications.selectors import deliveries_next_attempt
 from notifications.services import deliveries_send, delivery_send
 from notifications.sweeping import deliveries_sweep
 
@@ -45,9 +45,9 @@ def deliver_task(self: Task, delivery_id: str, protocol: str = "") -> str:
 
 def _schedule_next_attempt(delivery_ids: list) -> None:
     """One task for the deliveries (all of one transport), run when the last is due."""
-    countdown = deliveries_seconds_until_due(delivery_ids=delivery_ids)
-    protocol = delivery_protocol(delivery_id=delivery_ids[0])
-    if countdown is not None and protocol is not None:
+    next_attempt = deliveries_next_attempt(delivery_ids=delivery_ids)
+    if next_attempt is not None:
+        countdown, protocol = next_attempt
         deliveries_enqueue(delivery_ids=delivery_ids, protocol=protocol, countdown=countdown)
 
 
