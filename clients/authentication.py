@@ -24,9 +24,6 @@ from clients.errors import AuthenticationUnavailable, ServiceRegistryUnavailable
 from clients.exchange import exchange
 from observability.metrics import outbound_call
 
-__all__ = ["LOGIN", "VERIFY", "Answer", "AuthenticationUnavailable", "Login", "answer_object",
-           "forget_location", "identity_login", "identity_verify", "timestamp"]
-
 logger = logging.getLogger("serviceorchestration.auth")
 
 LOGIN = "identity-login"
