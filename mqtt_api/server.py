@@ -133,8 +133,7 @@ class MqttApiServer:
         try:
             request = parse_request(received.payload)
         except TemplateError as error:  # who sent it is unknown: nobody to answer
-            logger.warning("MQTT interface: dropped a message on %s: %s", received.topic,
-                           error.message)
+            logger.warning("MQTT interface: dropped a message on %s: %s", received.topic, error)
             return
         if refusal is not None:
             reply = refusal(received.topic)
