@@ -29,10 +29,6 @@ _CHECK_KEY = "blacklist:check:"
 _LISTED_KEY = "blacklist:listed:"
 
 
-def blacklist_message(name: str) -> str:
-    return f"{name} system is blacklisted"
-
-
 def excluded(name: str) -> bool:
     """BLACKLIST_EXCLUDE names systems the filter never asks about (the core systems)."""
     return name in {normalize_system_name(entry) for entry in settings.BLACKLIST_EXCLUDE}
@@ -103,7 +99,7 @@ def requester_check(name: str) -> None:
             raise Forbidden(UNAVAILABLE) from error
         return
     if blacklisted:
-        raise Forbidden(blacklist_message(name))
+        raise Forbidden(f"{name} system is blacklisted")
 
 
 def providers_allowed(names: Iterable[str]) -> set[str]:
