@@ -1,11 +1,8 @@
 """The calls the Arrowhead Authentication system offers us, for
 `AUTHENTICATION_POLICY=outsourced` (SPEC §2, reference-dynamic §13): `identity-login` (our
-session) and `identity-verify` (a caller's identity token, asked with ours).
-
-Where it is: AUTHENTICATION_SERVICE_URL with the reference's layout, or the first
-generic_http(s) interface of an `identity` instance in the ServiceRegistry, asked without our
-identity (we have none before login: reference-dynamic §13.2) and kept until a call to it fails
-to connect (clients.cache). Every failure is AuthenticationUnavailable; what the answers mean
+session) and `identity-verify` (a caller's identity token, asked with ours). Where it is:
+docs/identity.md "Outsourced" (looked up without our identity: we have none before login,
+reference-dynamic §13.2). Every failure is AuthenticationUnavailable; what the answers mean
 for a caller, and our session, are identity's (identity/outsourced.py).
 """
 import datetime as dt
