@@ -35,8 +35,9 @@ def deliveries_enqueue(*, delivery_ids: Sequence[uuid.UUID], protocol: str,
     try:
         if settings.CELERY_TASK_ALWAYS_EAGER:
             in_process_submit([uuid.UUID(str(i)) for i in delivery_ids], http=is_http(protocol))
-        else:  # `<default queue>.http` or `.mqtt`, consumed by separate workers (`make
-            # worker`), so that a slow HTTP endpoint cannot take the MQTT senders' slots
+        else:
+            # `<default queue>.http` or `.mqtt`, consumed by separate workers (`make worker`),
+            # so that a slow HTTP endpoint cannot take the MQTT senders' slots.
             transport = "http" if is_http(protocol) else "mqtt"
             current_app.tasks[DELIVER_BATCH_TASK].apply_async(
                 args=[[str(i) for i in delivery_ids]], countdown=countdown,
