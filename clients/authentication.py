@@ -1,11 +1,8 @@
 """The calls the Arrowhead Authentication system offers us, for
 `AUTHENTICATION_POLICY=outsourced` (SPEC §2, reference-dynamic §13): `identity-login` (our
-session) and `identity-verify` (a caller's identity token, asked with ours).
-
-Where it is: AUTHENTICATION_SERVICE_URL with the reference's layout, or the first
-generic_http(s) interface of an `identity` instance in the ServiceRegistry, asked without our
-identity (we have none before login: reference-dynamic §13.2) and kept until a call to it fails
-to connect (clients.cache). Every failure is AuthenticationUnavailable; what the answers mean
+session) and `identity-verify` (a caller's identity token, asked with ours). Where it is:
+docs/identity.md "Outsourced" (looked up without our identity: we have none before login,
+reference-dynamic §13.2). Every failure is AuthenticationUnavailable; what the answers mean
 for a caller, and our session, are identity's (identity/outsourced.py).
 """
 import datetime as dt
@@ -23,9 +20,6 @@ from clients.cache import Locations, interface_origin
 from clients.errors import AuthenticationUnavailable, ServiceRegistryUnavailable, Unreachable
 from clients.exchange import exchange
 from observability.metrics import outbound_call
-
-__all__ = ["LOGIN", "VERIFY", "Answer", "AuthenticationUnavailable", "Login", "answer_object",
-           "forget_location", "identity_login", "identity_verify", "timestamp"]
 
 logger = logging.getLogger("serviceorchestration.auth")
 

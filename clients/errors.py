@@ -12,8 +12,14 @@ class Unreachable(Exception):
     """No answer at all: refused, timed out, broken connection (clients.exchange)."""
 
     def __init__(self, reason: object, timeout: float) -> None:
+        # Why, in the OS's words ('Connection refused'), without errno dressing.
         self.timed_out = isinstance(reason, TimeoutError)
-        self.text = unreachable_text(reason, timeout)
+        if self.timed_out:
+            self.text = f"timed out after {timeout:g} s"
+        elif isinstance(reason, OSError) and reason.strerror:
+            self.text = reason.strerror
+        else:
+            self.text = str(reason) or type(reason).__name__
         super().__init__(self.text)
 
 
@@ -45,16 +51,6 @@ class PeerRefused(ArrowheadError):
         super().__init__(message)
         self.status_code = status
         self.exception_type = exception_type
-
-
-def unreachable_text(reason: object, timeout: float) -> str:
-    """Why a connection gave no answer, in the OS's words ('Connection refused'), without
-    errno dressing."""
-    if isinstance(reason, TimeoutError):
-        return f"timed out after {timeout:g} s"
-    if isinstance(reason, OSError) and reason.strerror:
-        return reason.strerror
-    return str(reason) or type(reason).__name__
 
 
 def reason(body: Any) -> str:

@@ -10,7 +10,7 @@ identity is above this package: it gives its getter here as a callable
 registration, which runs without Django's apps.
 """
 from collections.abc import Callable
-from typing import Protocol, TypeVar
+from typing import Any
 
 from django.conf import settings
 
@@ -21,13 +21,6 @@ from clients.errors import AuthenticationUnavailable, ServiceRegistryUnavailable
 TokenSource = Callable[[str | None], str]
 
 _source: TokenSource | None = None
-
-
-class _Status(Protocol):
-    status: int
-
-
-_Answer = TypeVar("_Answer", bound=_Status)
 
 
 def identity_token_source(source: TokenSource) -> None:
@@ -54,10 +47,10 @@ def identity_header(rejected: str | None = None) -> str | None:
     return f"Bearer SYSTEM//{settings.SYSTEM_NAME}"
 
 
-def as_us(send: Callable[[str | None], _Answer]) -> _Answer:
-    """`send` with our Authorization header; under `outsourced` once more with a new token if
-    ours was refused (our session is replaced whenever another process of this system logs
-    in)."""
+def as_us(send: Callable[[str | None], Any]) -> Any:
+    """`send` with our Authorization header (its answer has a `status`); under `outsourced`
+    once more with a new token if ours was refused (our session is replaced whenever another
+    process of this system logs in)."""
     authorization = identity_header()
     answer = send(authorization)
     if answer.status == 401 and settings.AUTHENTICATION_POLICY == "outsourced" and authorization:

@@ -1,22 +1,11 @@
 """Calling an operation of another Arrowhead system (ConsumerAuthorization, Blacklist), the way
 the Java `ArrowheadHttpService.consumeService` does (issue 13; docs/local-cloud.md "Other
-systems").
+systems", which says where a peer is found, for how long, and what each outcome raises).
 
-A `PeerService` names a service definition, the system that provides it and where its
-operations are by default. Where the service is:
-- its explicit URL setting (e.g. CONSUMER_AUTHORIZATION_URL), when set: that origin with the
-  default base path and operation paths of the reference;
-- otherwise a ServiceRegistry lookup of the service definition: the first instance of that
-  system with a generic_http(s) interface (generic_https first when we serve TLS), its
-  basePath and the operation's path and method as registered. A found location is kept per
-  process for SERVICE_REGISTRY_CACHE_SECONDS, and forgotten as soon as a call to it fails to
-  connect (the system moved; clients.cache).
-
-A call carries our identity (clients.identity). It answers the parsed JSON of a 2xx answer, or
-raises (clients.errors):
-- PeerUnavailable (503) when the system cannot be found, reached or understood, or answers 5xx;
-- PeerRefused, an error with the peer's own status, exceptionType and errorMessage, when it
-  answers 4xx (so 401 and 403 can be passed through, as the reference does).
+A `PeerService` names a service definition, the system that provides it, its explicit URL
+setting and where its operations are by default. A call carries our identity
+(clients.identity) and answers the parsed JSON of a 2xx answer, or raises PeerUnavailable (503)
+or PeerRefused (its 4xx, passed on; clients.errors).
 """
 import logging
 import urllib.parse
@@ -28,7 +17,6 @@ from django.conf import settings
 from clients import serviceregistry
 from clients.cache import Locations, interface_origin
 from clients.errors import (
-    PeerRefused,
     PeerUnavailable,
     ServiceRegistryUnavailable,
     Unreachable,
@@ -38,9 +26,6 @@ from clients.errors import (
 from clients.exchange import Reply, exchange
 from clients.identity import as_us
 from observability.metrics import outbound_call
-
-__all__ = ["PeerOperation", "PeerRefused", "PeerService", "PeerUnavailable", "call",
-           "forget_locations", "http_location"]
 
 logger = logging.getLogger("serviceorchestration.peers")
 

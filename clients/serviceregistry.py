@@ -20,10 +20,6 @@ from clients.exchange import exchange
 from clients.identity import as_us
 from observability.metrics import outbound_call
 
-__all__ = ["ServiceRegistryUnavailable", "ServiceRegistryUnreachable", "service_lookup",
-           "service_lookup_by_definition", "service_register", "service_revoke",
-           "system_register", "system_revoke"]
-
 SYSTEM_DISCOVERY = "/serviceregistry/system-discovery"
 SERVICE_DISCOVERY = "/serviceregistry/service-discovery"
 

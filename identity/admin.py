@@ -32,16 +32,13 @@ class IdentityTokenIssueForm(forms.Form):
         "management operation. Leaving it unticked does not take the mark away.")
     ttl_seconds = forms.IntegerField(
         label="Valid for (seconds)", min_value=1, max_value=100 * 365 * 24 * 3600,
+        initial=lambda: settings.IDENTITY_TOKEN_TTL_SECONDS,
         error_messages={"min_value": "The validity must be a positive number of seconds",
                         "max_value": "The validity must be at most 100 years"},
         help_text="How long the token is accepted; default IDENTITY_TOKEN_TTL_SECONDS.")
     description = forms.CharField(
         max_length=200, required=False,
         help_text="What the token is for, e.g. the host it is installed on.")
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["ttl_seconds"].initial = settings.IDENTITY_TOKEN_TTL_SECONDS
 
     def clean_system_name(self) -> str:
         try:

@@ -3,7 +3,7 @@
 Every API view gets `request.user`, a `Requester` carrying the normalized system name and the
 operator flag. Views that need no identity (echo, schema, docs) opt out explicitly with
 `authentication_classes = []` and `permission_classes = [AllowAny]`. Whether the requester may
-manage is identity/management.py.
+manage is identity/permissions.py.
 """
 import functools
 import logging

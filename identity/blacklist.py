@@ -1,21 +1,8 @@
 """The Blacklist filter (BLACKLIST_FILTER; reference-dynamic §9.5, audit §2 "Blacklist
-filter"; docs/identity.md "Blacklist").
-
-Two questions are asked of the cloud's Blacklist system (clients.blacklist, found like every
-peer: BLACKLIST_URL or the ServiceRegistry):
-- is the requester blacklisted? `blacklistDiscovery`/`check` → a bare boolean; asked by
-  `BlacklistPermission` for every request that has an identity;
-- which of these providers are listed? `blacklistManagement`/`query`, paged until every entry
-  is read; asked by the pull (and its subscription previews) before anything is reserved.
-
-Both answers are kept per system name for BLACKLIST_CACHE_SECONDS in Django's cache, so a
-busy consumer costs one check per period and a round of subscription previews one query for
-the providers not seen in that period. Failures are not kept: the next request asks again.
-
-Who the filter skips: operators, the Blacklist itself and the names in BLACKLIST_EXCLUDE
-(requesters); the names in BLACKLIST_EXCLUDE (providers). When the Blacklist refuses us (401
-or 403) that refusal is passed through as it is; any other failure follows BLACKLIST_FORCE:
-refuse every requester and drop every provider, or serve as if nobody were listed.
+filter"; docs/identity.md "Blacklist", which says who is asked about, how answers are kept
+and what a failure does): is the requester blacklisted (`check`, asked by
+`BlacklistPermission`), and which of these providers are (`query`, asked by the pull before
+anything is reserved). The calls are clients.blacklist.
 """
 import logging
 from collections.abc import Iterable
@@ -40,10 +27,6 @@ UNAVAILABLE = "Blacklist system is not available, the system might be blackliste
 _PASSED_THROUGH = (401, 403)  # the Java filter rethrows AuthException and ForbiddenException
 _CHECK_KEY = "blacklist:check:"
 _LISTED_KEY = "blacklist:listed:"
-
-
-def blacklist_message(name: str) -> str:
-    return f"{name} system is blacklisted"
 
 
 def excluded(name: str) -> bool:
@@ -116,7 +99,7 @@ def requester_check(name: str) -> None:
             raise Forbidden(UNAVAILABLE) from error
         return
     if blacklisted:
-        raise Forbidden(blacklist_message(name))
+        raise Forbidden(f"{name} system is blacklisted")
 
 
 def providers_allowed(names: Iterable[str]) -> set[str]:

@@ -46,27 +46,19 @@ def ssl_decoded(certificate: x509.Certificate) -> dict:
                              for attribute in certificate.subject if attribute.oid in keys)}
 
 
-def _subject(certificate: dict) -> dict[str, str]:
-    """The subject attributes of a certificate as Python's ssl module decodes it."""
-    return {key: value for rdn in certificate.get("subject", ()) for key, value in rdn}
-
-
-def cloud_of(cloud: str, organization: str) -> str:
-    return f"{names.normalize_system_name(cloud)}|{names.normalize_system_name(organization)}"
-
-
 def certificate_identity(certificate: dict | None) -> CertificateIdentity | None:
     """The identity of a decoded, verified certificate; None when it is not an Arrowhead
     certificate (CN not of five labels, or no known profile)."""
     if not certificate:
         return None
-    subject = _subject(certificate)
+    subject = {key: value for rdn in certificate.get("subject", ()) for key, value in rdn}
     labels = subject.get("commonName", "").split(".")
     profile = PROFILES.get(subject.get("dnQualifier", "").strip().lower())
     if len(labels) != 5 or not all(labels) or profile is None:
         return None
+    cloud, organization = (names.normalize_system_name(label) for label in labels[1:3])
     return CertificateIdentity(names.normalize_system_name(labels[0]) or "",
-                               cloud_of(labels[1], labels[2]), profile)
+                               f"{cloud}|{organization}", profile)
 
 
 @lru_cache(maxsize=4)

@@ -23,16 +23,12 @@ class ConsumerAuthorizationUnavailable(Exception):
     """ConsumerAuthorization could not be asked, or answered something else than a boolean."""
 
 
-def _cache_key(consumer: str, operation: ServiceOperation) -> str:
-    # Names are validated, but hashing keeps the key short and free of cache-unsafe characters.
-    text = f"{settings.SYSTEM_NAME}|{consumer}|{operation.service}|{operation.name}"
-    return _CACHE_PREFIX + hashlib.sha256(text.encode()).hexdigest()
-
-
 def management_granted(consumer: str, operation: ServiceOperation) -> bool:
     """Whether ConsumerAuthorization lets `consumer` use `operation` of this system.
     Raises ConsumerAuthorizationUnavailable."""
-    key = _cache_key(consumer, operation)
+    # Names are validated, but hashing keeps the key short and free of cache-unsafe characters.
+    text = f"{settings.SYSTEM_NAME}|{consumer}|{operation.service}|{operation.name}"
+    key = _CACHE_PREFIX + hashlib.sha256(text.encode()).hexdigest()
     known = cache.get(key)
     if isinstance(known, bool):
         return known

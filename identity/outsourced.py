@@ -13,7 +13,6 @@ import hashlib
 import math
 import threading
 from dataclasses import dataclass
-from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
@@ -21,9 +20,6 @@ from django.core.cache import cache
 from clients import authentication
 from clients.authentication import VERIFY, Answer, AuthenticationUnavailable, answer_object
 from conventions.names import normalize_system_name
-
-__all__ = ["AuthenticationUnavailable", "VerifiedIdentity", "identity_token_verify_remote",
-           "own_identity_token", "reset_login"]
 
 # Renew our session this long before it expires, so that no verify goes out with a token the
 # Authentication system is about to drop (the Java clients keep a similar margin).
@@ -37,31 +33,11 @@ class VerifiedIdentity:
     is_operator: bool  # the `sysop` flag of the answer
 
 
-@dataclass(frozen=True)
-class _Verification:
-    identity: VerifiedIdentity | None
-    expires_at: dt.datetime | None  # of the caller's session, when the answer names it
-
-
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
 # --- our session ----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class _Session:
-    token: str
-    expires_at: dt.datetime
-
-    def is_fresh(self) -> bool:
-        return _now() < self.expires_at - RENEWAL_MARGIN
-
-
-def _login() -> _Session:
-    login = authentication.identity_login()
-    return _Session(login.token, login.expires_at)
-
 
 class _Login:
     """Our one session with the Authentication system in this process. Logging in happens
@@ -70,12 +46,12 @@ class _Login:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._session: _Session | None = None
+        self._session: authentication.Login | None = None
 
     def token(self) -> str:
         with self._lock:
-            if self._session is None or not self._session.is_fresh():
-                self._session = _login()
+            if self._session is None or _now() >= self._session.expires_at - RENEWAL_MARGIN:
+                self._session = authentication.identity_login()
             return self._session.token
 
     def renew(self, rejected: str) -> str:
@@ -84,7 +60,7 @@ class _Login:
         with self._lock:
             if self._session is None or self._session.token == rejected:
                 self._session = None  # refused: not to be reused even if login fails
-                self._session = _login()
+                self._session = authentication.identity_login()
             return self._session.token
 
     def forget(self) -> None:
@@ -112,20 +88,18 @@ def reset_login() -> None:
 
 # --- verification ---------------------------------------------------------------------------
 
-def _interpret(answer: Answer) -> _Verification:
+def _interpret(answer: Answer) -> tuple[VerifiedIdentity | None, dt.datetime | None]:
+    """Who the token identifies (None: nobody), and when the caller's session expires when
+    the answer names it."""
     if answer.status == 400:
         # The Authentication system could not even read the token: not a token it issued.
-        return _Verification(None, None)
+        return None, None
     body = answer_object(VERIFY, answer)
     verified = body.get("verified")
     if not isinstance(verified, bool):
         raise AuthenticationUnavailable(f"{VERIFY} answered no verified flag")
     if not verified:
-        return _Verification(None, None)
-    return _verified(body)
-
-
-def _verified(body: dict[str, Any]) -> _Verification:
+        return None, None
     name = body.get("systemName")
     name = normalize_system_name(name) if isinstance(name, str) else None
     sysop = body.get("sysop", False)
@@ -136,52 +110,26 @@ def _verified(body: dict[str, Any]) -> _Verification:
     if expires_at is not None and expires_at <= _now():
         # The Authentication system verifies sessions its cleaner has not removed yet (quirk
         # Q8); an expired session identifies nobody.
-        return _Verification(None, None)
-    return _Verification(VerifiedIdentity(name, sysop), expires_at)
-
-
-# --- cache ----------------------------------------------------------------------------------
-
-def _cache_key(token: str) -> str:
-    """Keyed by a hash: the cache must not become a store of usable tokens."""
-    return _CACHE_PREFIX + hashlib.sha256(token.encode()).hexdigest()
-
-
-def _cache_seconds(verification: _Verification) -> int:
-    """AUTHENTICATION_CACHE_SECONDS, cut short by the caller's session expiry: a cached answer
-    must not keep an expired session alive."""
-    seconds = float(settings.AUTHENTICATION_CACHE_SECONDS)
-    if verification.expires_at is not None:
-        seconds = min(seconds, (verification.expires_at - _now()).total_seconds())
-    return max(0, math.floor(seconds))
-
-
-def _remember(key: str, verification: _Verification) -> None:
-    seconds = _cache_seconds(verification)
-    if seconds <= 0:
-        return
-    identity = verification.identity
-    entry = ({"verified": False} if identity is None else
-             {"verified": True, "name": identity.name, "operator": identity.is_operator})
-    cache.set(key, entry, timeout=seconds)
-
-
-def _recalled(key: str) -> tuple[bool, VerifiedIdentity | None]:
-    entry = cache.get(key)
-    if not isinstance(entry, dict):
-        return False, None
-    if not entry.get("verified"):
-        return True, None
-    return True, VerifiedIdentity(entry["name"], entry["operator"])
+        return None, None
+    return VerifiedIdentity(name, sysop), expires_at
 
 
 def identity_token_verify_remote(token: str) -> VerifiedIdentity | None:
     """The system a caller's identity token belongs to, by the Authentication system; None
-    when it does not verify the token. Raises AuthenticationUnavailable when it cannot tell."""
-    key = _cache_key(token)
-    known, identity = _recalled(key)
-    if known:
-        return identity
-    verification = _interpret(authentication.identity_verify(token, own_identity_token))
-    _remember(key, verification)
-    return verification.identity
+    when it does not verify the token. Raises AuthenticationUnavailable when it cannot tell.
+    Answers are kept for AUTHENTICATION_CACHE_SECONDS, cut short by the caller's session
+    expiry (a cached answer must not keep an expired session alive), keyed by a hash (the
+    cache must not become a store of usable tokens)."""
+    key = _CACHE_PREFIX + hashlib.sha256(token.encode()).hexdigest()
+    entry = cache.get(key)
+    if isinstance(entry, dict):
+        return VerifiedIdentity(entry["name"], entry["operator"]) if entry.get("verified") else None
+    identity, expires_at = _interpret(authentication.identity_verify(token, own_identity_token))
+    seconds = float(settings.AUTHENTICATION_CACHE_SECONDS)
+    if expires_at is not None:
+        seconds = min(seconds, (expires_at - _now()).total_seconds())
+    if math.floor(seconds) > 0:
+        cache.set(key, {"verified": False} if identity is None else
+                  {"verified": True, "name": identity.name, "operator": identity.is_operator},
+                  timeout=math.floor(seconds))
+    return identity

@@ -1,15 +1,6 @@
-"""May the requester manage: the management policies of SPEC §2 (MANAGEMENT_POLICY).
-
-A management operation is one a view declares from a management service
-(api/operations.py), not a path that happens to contain `/mgmt/`. Operators always pass;
-then by policy:
-- `sysop-only`: nobody else;
-- `whitelist`: systems named in MANAGEMENT_WHITELIST;
-- `permission` (default): whitelisted systems, or identities holding the operation's Django
-  permission (e.g. `store.add_rule`), granted in Django admin;
-- `authorization` (the reference's shipped policy): whitelisted systems, or systems
-  ConsumerAuthorization allows to consume the operation of this system's service
-  (identity/consumer_authorization.py).
+"""May the requester manage: the management policies of SPEC §2 (MANAGEMENT_POLICY;
+docs/identity.md "Management permission"). A management operation is one a view declares from
+a management service (api/operations.py), not a path that happens to contain `/mgmt/`.
 """
 import logging
 

@@ -10,9 +10,11 @@ the certificate policy it is the requester's certificate (Base64 of its PEM), ve
 answer's `receiver` is the requester the authentication identified; an error's `origin` is the
 request topic, as the reference has it.
 """
+import functools
 import io
 import json
 import urllib.parse
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -29,28 +31,25 @@ from mqtt_api.operations import OPERATIONS, PATH, QUERY, Operation
 
 PATH_PREFIX = "/serviceorchestration/"
 
-_application: WSGIHandler | None = None
-
-
+@functools.cache
 def _wsgi() -> WSGIHandler:
-    global _application
-    if _application is None:
-        _application = WSGIHandler()
-    return _application
+    return WSGIHandler()
 
 
+@dataclass
 class Answer:
-    """What to publish on the response topic: status, payload and receiver."""
+    """What to publish on the response topic."""
 
-    def __init__(self, status: int, payload: Any, receiver: str | None = None) -> None:
-        self.status, self.payload, self.receiver = status, payload, receiver
+    status: int
+    payload: Any
+    receiver: str | None = None
 
 
-def error_answer(status: int, message: str, origin: str, receiver: str | None = None) -> Answer:
+def error_answer(status: int, message: str, origin: str) -> Answer:
     kind = {400: "INVALID_PARAMETER", 401: "AUTH", 403: "FORBIDDEN", 404: "DATA_NOT_FOUND",
             503: "EXTERNAL_SERVER_ERROR"}.get(status, "INTERNAL_SERVER_ERROR")
     return Answer(status, {"errorMessage": message, "errorCode": status,
-                           "exceptionType": kind, "origin": origin}, receiver)
+                           "exceptionType": kind, "origin": origin})
 
 
 def answer(topic: str, request: MqttRequest) -> Answer:
@@ -69,10 +68,9 @@ def answer(topic: str, request: MqttRequest) -> Answer:
         path, query, body = _http_parts(operation, request)
     except ValueError as error:
         return error_answer(400, f"Could not parse payload. Reason: {error}", topic)
-    if certificate is None:
-        environ = _environ(operation.method, path, query, body, request.authentication)
-    else:
-        environ = _environ(operation.method, path, query, body, None)
+    environ = _environ(operation.method, path, query, body,
+                       request.authentication if certificate is None else None)
+    if certificate is not None:
         environ[CLIENT_CERT_ENVIRON_KEY] = certificate
     status, content_type, content = _run(environ)
     receiver = environ.get(REQUESTER_ENVIRON_KEY)
@@ -131,9 +129,7 @@ def _run(environ: dict[str, Any]) -> tuple[int, str, bytes]:
     try:
         content = b"".join(response)
     finally:
-        close = getattr(response, "close", None)
-        if close is not None:
-            close()
+        response.close()
     headers = {name.lower(): value for name, value in started["headers"]}
     return int(started["status"].split()[0]), headers.get("content-type", ""), content
 

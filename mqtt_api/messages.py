@@ -21,10 +21,6 @@ MAX_TOPIC_BYTES = 65535
 class TemplateError(Exception):
     """A request that is not a valid template (logged and dropped)."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
 
 @dataclass(frozen=True)
 class MqttRequest:

@@ -1,18 +1,10 @@
-"""The MQTT interface's process (`make mqtt-api`, issue 16): subscribed to every operation's
-topic, it answers each request on its response topic (mqtt_api/front_door.py).
-
-- Several processes share the load: with MQTT_API_SHARE_GROUP (default
-  `serviceorchestration`) the topics are subscribed as MQTT shared subscriptions
-  (`$share/<group>/<topic>`), so the broker hands each request to one of them.
-- A lost connection is reconnected (after 1 s, backing off to 30 s) and every topic is
-  subscribed again on each connect.
-- Bad input never stops the loop: a message too large or not a template is logged and
-  dropped; an operation that fails unexpectedly is answered with a 500. Requests are answered
-  by MQTT_API_THREADS threads; beyond MQTT_API_QUEUE waiting requests, or beyond
-  MQTT_API_BUDGET_BYTES of requests waiting or being answered (api.body_budget), a new one
-  is refused at once with a 503.
-- An answer is published only for an authenticated requester, on a response topic it may
-  receive on (mqtt_api/response_topics.py); any other is only logged.
+"""The MQTT interface's process (`make mqtt-api`, issue 16; docs/mqtt-api.md "Running it" and
+"Who is answered, and where"): subscribed to every operation's topic (shared between processes
+with MQTT_API_SHARE_GROUP), it answers each request on its response topic
+(mqtt_api/front_door.py) from MQTT_API_THREADS threads. Bad input never stops the loop: a
+message too large or not a template is logged and dropped, an operation that fails unexpectedly
+is answered with a 500, and beyond MQTT_API_QUEUE or MQTT_API_BUDGET_BYTES (api.body_budget) a
+request is refused at once with a 503.
 """
 import logging
 import queue
@@ -102,7 +94,10 @@ class MqttApiServer:
             logger.warning("MQTT interface: dropped a request of %d bytes on %s (at most %d)",
                            size, message.topic, limit)
             return
-        received = _Received(_request_topic(message.topic), bytes(message.payload))
+        # A shared subscription delivers the plain topic; some brokers keep the share prefix.
+        topic = message.topic
+        received = _Received(topic.split("/", 2)[2] if topic.startswith("$share/") else topic,
+                             bytes(message.payload))
         if not self._budget.reserve(size):
             logger.warning("MQTT interface: refused a request of %d bytes on %s: %d bytes of "
                            "requests in flight (MQTT_API_BUDGET_BYTES %d)", size, message.topic,
@@ -133,8 +128,7 @@ class MqttApiServer:
         try:
             request = parse_request(received.payload)
         except TemplateError as error:  # who sent it is unknown: nobody to answer
-            logger.warning("MQTT interface: dropped a message on %s: %s", received.topic,
-                           error.message)
+            logger.warning("MQTT interface: dropped a message on %s: %s", received.topic, error)
             return
         if refusal is not None:
             reply = refusal(received.topic)
@@ -163,11 +157,3 @@ class MqttApiServer:
 def _largest_request() -> int:
     """Above this a message is dropped unread."""
     return settings.MAX_REQUEST_BODY_BYTES + TEMPLATE_OVERHEAD_BYTES
-
-
-def _request_topic(topic: str) -> str:
-    """The operation's topic of a message (a shared subscription delivers the plain topic;
-    some brokers keep the share prefix)."""
-    if topic.startswith("$share/"):
-        return topic.split("/", 2)[2]
-    return topic

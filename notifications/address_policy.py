@@ -4,7 +4,7 @@ shared (100.64.0.0/10), reserved, multicast and unspecified addresses, and this 
 addresses, are refused otherwise; this service's own API (its address and PORT) always.
 
 Checked at subscribe time (subscriptions/notify_targets.py) and again before every connection
-(notifications/transports.py), which connects to the very addresses checked here: a name that
+(notifications/http_connections.py), which connects to the very addresses checked here: a name that
 resolves elsewhere later (DNS rebinding) cannot lead a send to an address the check refused.
 """
 import functools
@@ -61,7 +61,8 @@ def refusal(address: str, port: int) -> str | None:
     own = _is_own(ip)
     if own and port == settings.PORT:
         return f"this service's own address and port {port} (its own API)"
-    if _allowed(ip):
+    if any(form in network for form in {ip, _unmapped(ip)}
+           for network in settings.NOTIFY_HTTP_ALLOWED_NETWORKS):
         return None
     kind = _kind(ip)
     if kind is None and own:
@@ -74,11 +75,6 @@ def _unmapped(ip: IPAddress) -> IPAddress:
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         return ip.ipv4_mapped
     return ip
-
-
-def _allowed(ip: IPAddress) -> bool:
-    return any(form in network for form in {ip, _unmapped(ip)}
-               for network in settings.NOTIFY_HTTP_ALLOWED_NETWORKS)
 
 
 def _kind(ip: IPAddress) -> str | None:

@@ -18,11 +18,11 @@ class NotificationsConfig(AppConfig):
         the metrics, the MQTT broker for readiness when one is configured."""
         from django.conf import settings
 
-        from notifications.selectors import delivery_backlog_every_group
+        from notifications.selectors import delivery_backlog
         from notifications.mqtt_broker import mqtt_broker_check
         from observability.metrics_state import NOTIFICATION_BACKLOG
         from observability.registry import register_health_check, register_state
 
-        register_state(NOTIFICATION_BACKLOG, delivery_backlog_every_group)
+        register_state(NOTIFICATION_BACKLOG, delivery_backlog)
         register_health_check("mqttBroker", mqtt_broker_check,
                               enabled=lambda: bool(settings.MQTT_BROKER_URL))

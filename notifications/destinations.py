@@ -1,20 +1,8 @@
-"""Per-destination protection for HTTP(S) notifications: a concurrency limit and a circuit
-breaker, shared by every worker through the database.
-
-A send to host:port is only claimed under that destination's row lock, when fewer than
-NOTIFY_DESTINATION_MAX_IN_FLIGHT sends to it are in flight and its breaker is not open. A
-delivery that may not go now is deferred (it stays PENDING with a later next_attempt_at), so a
-slow or dead destination never holds more than its limit of worker slots. After
-NOTIFY_BREAKER_FAILURES consecutive transient failures the breaker opens for
-NOTIFY_BREAKER_COOLDOWN_SECONDS; after the cool-down one claim is let through as a probe (the
-breaker re-arms meanwhile), and its success closes the breaker.
-
-Many slow destinations, each within its own limit, could still hold every sending thread
-between them. So sends to destinations not known to answer (never answered, or failed last)
-share NOTIFY_HTTP_UNPROVEN_MAX_IN_FLIGHT places, by default half the HTTP threads: the
-destinations that answer keep the rest. A destination joins the answering ones with its
-first answer and leaves them with its next failure.
-"""
+"""Per-destination protection for HTTP(S) notifications, shared by every worker through the
+database (docs/subscriptions.md, "A slow or dead destination only delays its own
+notifications"): a send to host:port is only claimed under that destination's row lock, within
+its in-flight limit, its circuit breaker and the shared lane of destinations not known to
+answer; a delivery that may not go now is deferred (still PENDING, due later)."""
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 

@@ -25,14 +25,6 @@ def is_http(protocol: str) -> bool:
     return protocol.upper() in ("HTTP", "HTTPS")
 
 
-def delivery_queue(protocol: str) -> str:
-    """The queue of a transport's deliveries: `<CELERY_TASK_DEFAULT_QUEUE>.http` for HTTP(S),
-    `<CELERY_TASK_DEFAULT_QUEUE>.mqtt` for MQTT(S). Separate queues, consumed by separate
-    workers (`make worker`), so a slow HTTP endpoint cannot take the MQTT senders' slots."""
-    transport = "http" if is_http(protocol) else "mqtt"
-    return f"{current_app.conf.task_default_queue}.{transport}"
-
-
 def deliveries_enqueue(*, delivery_ids: Sequence[uuid.UUID], protocol: str,
                        countdown: float | None = None) -> bool:
     """Hand deliveries of one transport to one send task on the queue of `protocol`, run
@@ -44,9 +36,12 @@ def deliveries_enqueue(*, delivery_ids: Sequence[uuid.UUID], protocol: str,
         if settings.CELERY_TASK_ALWAYS_EAGER:
             in_process_submit([uuid.UUID(str(i)) for i in delivery_ids], http=is_http(protocol))
         else:
+            # `<default queue>.http` or `.mqtt`, consumed by separate workers (`make worker`),
+            # so that a slow HTTP endpoint cannot take the MQTT senders' slots.
+            transport = "http" if is_http(protocol) else "mqtt"
             current_app.tasks[DELIVER_BATCH_TASK].apply_async(
-                args=[[str(i) for i in delivery_ids]], queue=delivery_queue(protocol),
-                countdown=countdown)
+                args=[[str(i) for i in delivery_ids]], countdown=countdown,
+                queue=f"{current_app.conf.task_default_queue}.{transport}")
     except Exception:  # noqa: BLE001 - broker down, or an eager run raising
         if len(delivery_ids) == 1:
             logger.warning("Could not enqueue notification delivery %s; the sweeper will "

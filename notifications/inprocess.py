@@ -1,11 +1,7 @@
-"""Sending without a broker (`make run` without CELERY_BROKER_URL).
-
-Celery then runs tasks eagerly, in the thread that enqueues them: a request (subscribe with
-trigger) or the in-process scheduler thread, which also processes catalog changes and runs the
-sweeper. Sending there would let one silent HTTP endpoint hold the request or the whole
-scheduler for its timeouts. Deliveries are therefore handed to two small thread pools of the
-process, one per transport, like the per-transport queues of `make worker`.
-"""
+"""Sending without a broker (`make run` without CELERY_BROKER_URL). Celery then runs tasks in
+the thread that enqueues them (a request, the in-process scheduler), which one silent HTTP
+endpoint could hold for its timeouts; deliveries go to two small thread pools of the process
+instead, one per transport, like the per-transport queues of `make worker`."""
 import logging
 import threading
 import uuid

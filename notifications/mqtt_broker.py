@@ -62,27 +62,37 @@ def mqtt_connect(broker: BrokerAddress, deadline: float) -> Client:
     # A lost publisher connection stays lost: the next publish opens a new one
     # (notifications/mqtt_publishing.py, `_Publisher.client`), so paho's own reconnecting in
     # the background would be a second, racing policy.
+    where = f"MQTT broker {broker.host}:{broker.port}"
     try:
         client = mqtt_client(broker, reconnect=False)
     except OSError as exc:  # TLS_CA_FILE / TLS_CERT_FILE missing or unreadable: fixable
-        raise TransportError(f"MQTT broker {broker.host}:{broker.port}: TLS settings: {exc}",
-                             transient=True) from exc
-    connected = _MqttConnection(client)
+        raise TransportError(f"{where}: TLS settings: {exc}", transient=True) from exc
+    connected, reasons = threading.Event(), []
+
+    def on_connect(client: Client, userdata: Any, flags: Any, reason: Any,
+                   properties: Any) -> None:  # on paho's network thread
+        reasons.append(reason)
+        connected.set()
+
+    client.on_connect = on_connect
     try:
         client.connect(broker.host, broker.port, keepalive=max(10, settings.MQTT_TIMEOUT_SECONDS))
     except OSError as exc:  # refused, unreachable, timeout, TLS failure
-        raise TransportError(f"MQTT broker {broker.host}:{broker.port}: {exc}",
-                             transient=True) from exc
+        raise TransportError(f"{where}: {exc}", transient=True) from exc
     except ValueError as exc:  # an address paho cannot use: configuration
         raise TransportError(f"Invalid MQTT_BROKER_URL: {exc}", transient=False) from exc
     client.loop_start()
-    try:
-        connected.wait(deadline, broker)
-    except TransportError:
-        client.disconnect()
-        client.loop_stop()
-        raise
-    return client
+    # A refused CONNACK (bad credentials, broker unavailable) is reported as transient: an
+    # operator can fix the broker or its credentials and nothing queued is lost.
+    if not connected.wait(max(0.0, deadline - time.monotonic())):
+        error = TransportError(f"{where}: no answer to CONNECT in time", transient=True)
+    elif reasons[0].is_failure:
+        error = TransportError(f"{where} refused the connection: {reasons[0]}", transient=True)
+    else:
+        return client
+    client.disconnect()
+    client.loop_stop()
+    raise error
 
 
 def mqtt_broker_check(deadline: float) -> None:
@@ -113,27 +123,3 @@ def mqtt_client(broker: BrokerAddress, *, reconnect: bool = True) -> Client:
     if broker.username is not None:
         client.username_pw_set(broker.username, broker.password)
     return client
-
-
-class _MqttConnection:
-    """Waits for the broker's CONNACK, which paho reports on its network thread."""
-
-    def __init__(self, client: Client) -> None:
-        self._done = threading.Event()
-        self._reason: Any = None
-        client.on_connect = self._on_connect
-
-    def _on_connect(self, client: Client, userdata: Any, flags: Any, reason: Any,
-                    properties: Any) -> None:
-        self._reason = reason
-        self._done.set()
-
-    def wait(self, deadline: float, broker: BrokerAddress) -> None:
-        """A refused CONNACK (bad credentials, broker unavailable) is reported as transient:
-        an operator can fix the broker or its credentials and nothing queued is lost."""
-        where = f"MQTT broker {broker.host}:{broker.port}"
-        if not self._done.wait(max(0.0, deadline - time.monotonic())):
-            raise TransportError(f"{where}: no answer to CONNECT in time", transient=True)
-        if self._reason.is_failure:
-            raise TransportError(f"{where} refused the connection: {self._reason}",
-                                 transient=True)

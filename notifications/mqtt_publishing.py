@@ -13,14 +13,6 @@ from notifications.mqtt_broker import BrokerAddress, broker_address, mqtt_connec
 from notifications.transport_errors import TransportError
 
 
-def mqtt_publish(*, topic: Any, payload: Any) -> None:
-    """Publish once on the configured broker (`mqtt_publish_many` of one message); raises
-    its TransportError."""
-    [error] = mqtt_publish_many([(topic, payload)])
-    if error is not None:
-        raise error
-
-
 def mqtt_publish_many(messages: list[tuple[Any, Any]]) -> list["TransportError | None"]:
     """Publish (topic, payload) pairs with MQTT_QOS, not retained: all are handed to the
     broker before any acknowledgement is awaited (PUBACK/PUBCOMP for QoS >= 1), and

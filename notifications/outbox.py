@@ -60,7 +60,8 @@ def deliveries_create(notifications: Sequence[Notification]) -> list[Notificatio
             destination=http_destination(protocol, properties),
             payload=notification.payload, expires_at=notification.expires_at,
             next_attempt_at=now, created_at=now, updated_at=now))
-    _supersede_pending(subscription_ids=[d.subscription_id for d in deliveries], now=now)
+    deliveries_pending(subscription_ids=[d.subscription_id for d in deliveries]).update(
+        status=Status.CANCELLED, last_error=SUPERSEDED, updated_at=now)
     model_rows_insert(deliveries)
     _enqueue_after_commit((delivery.id, delivery.protocol) for delivery in deliveries)
     return deliveries
@@ -70,11 +71,6 @@ def _enqueue_after_commit(rows: Iterable[tuple[uuid.UUID, str]]) -> None:
     for delivery_ids, protocol in handover_groups(rows):
         transaction.on_commit(partial(deliveries_enqueue, delivery_ids=delivery_ids,
                                       protocol=protocol))
-
-
-def _supersede_pending(*, subscription_ids: list[uuid.UUID], now: datetime) -> int:
-    return deliveries_pending(subscription_ids=subscription_ids).update(
-        status=Status.CANCELLED, last_error=SUPERSEDED, updated_at=now)
 
 
 def deliveries_cancel(*, subscription_ids: Iterable[uuid.UUID], reason: str) -> int:

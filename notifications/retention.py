@@ -1,10 +1,6 @@
 """Outbox retention: finished deliveries (DELIVERED, FAILED, CANCELLED) created more than
-NOTIFICATION_MAX_AGE_DAYS days ago are deleted, in batches (docs/subscriptions.md, "Delivery").
-
-Every push adds a row per subscriber and nothing else removes them: without this the outbox
-grows by the number of subscribers at every change, for ever. Unfinished deliveries (PENDING,
-SENDING) are never deleted, whatever their age: they are work still to do.
-"""
+NOTIFICATION_MAX_AGE_DAYS days ago are deleted, in batches (docs/subscriptions.md, "Delivery");
+unfinished ones are work still to do, whatever their age."""
 import datetime as dt
 
 from django.conf import settings

@@ -8,21 +8,18 @@ from django.utils import timezone
 
 from notifications.models import NotificationDelivery
 
+Status = NotificationDelivery.Status
 
-def deliveries_seconds_until_due(*, delivery_ids: list[uuid.UUID]) -> float | None:
-    """Seconds until the last of the deliveries' next attempts (0 when all are due now), None
-    when none of them is waiting for one."""
+
+def deliveries_next_attempt(*, delivery_ids: list[uuid.UUID]) -> tuple[float, str] | None:
+    """Seconds until the last of the deliveries' next attempts (0 when all are due now) and
+    its protocol, None when none of them is waiting for one."""
     latest = max(NotificationDelivery.objects.filter(
-        id__in=delivery_ids, status=NotificationDelivery.Status.PENDING
-    ).values_list("next_attempt_at", flat=True), default=None)
+        id__in=delivery_ids, status=Status.PENDING
+    ).values_list("next_attempt_at", "protocol"), default=None)
     if latest is None:
         return None
-    return max(0.0, (latest - timezone.now()).total_seconds())
-
-
-def delivery_protocol(*, delivery_id: uuid.UUID | str) -> str | None:
-    return (NotificationDelivery.objects.filter(id=delivery_id)
-            .values_list("protocol", flat=True).first())
+    return max(0.0, (latest[0] - timezone.now()).total_seconds()), latest[1]
 
 
 @dataclass(frozen=True)
@@ -34,33 +31,23 @@ class BacklogGroup:
     oldest_created_at: datetime | None
 
 
-def delivery_backlog(*, now: datetime) -> dict[tuple[str, str], BacklogGroup]:
-    """The outbox's unfinished deliveries per (status, protocol), those with none left out
-    (the metrics, observability/metrics_state.py). One grouped query over the status index: it
-    reads the backlog only, however many finished deliveries the outbox keeps."""
-    pending = NotificationDelivery.Status.PENDING
-    rows = (NotificationDelivery.objects
-            .filter(status__in=(pending, NotificationDelivery.Status.SENDING))
+def delivery_backlog(now: datetime) -> dict[tuple[str, str], BacklogGroup]:
+    """The outbox's unfinished deliveries per (status, protocol), every unfinished status and
+    protocol in their order, empty groups included: the metrics show every series
+    (observability/metrics_state.py NOTIFICATION_BACKLOG, registered in notifications/apps.py).
+    One grouped query over the status index: it reads the backlog only, however many finished
+    deliveries the outbox keeps."""
+    unfinished = (Status.PENDING, Status.SENDING)
+    rows = (NotificationDelivery.objects.filter(status__in=unfinished)
             .order_by().values("status", "protocol")
             .annotate(count=Count("id"),
-                      due=Count("id", filter=Q(status=pending, next_attempt_at__lte=now)),
+                      due=Count("id", filter=Q(status=Status.PENDING, next_attempt_at__lte=now)),
                       oldest=Min("created_at"))
             .values_list("status", "protocol", "count", "due", "oldest"))
-    return {(status, protocol): BacklogGroup(count, due, oldest)
-            for status, protocol, count, due, oldest in rows}
-
-
-_EMPTY_GROUP = BacklogGroup(0, 0, None)
-
-
-def delivery_backlog_every_group(now: datetime) -> dict[tuple[str, str], BacklogGroup]:
-    """`delivery_backlog` with every unfinished status and protocol, in their order, empty
-    groups included: the metrics show every series (observability/metrics_state.py
-    NOTIFICATION_BACKLOG, registered in notifications/apps.py)."""
-    backlog = delivery_backlog(now=now)
-    return {(status, protocol): backlog.get((status, protocol), _EMPTY_GROUP)
-            for status in (NotificationDelivery.Status.PENDING, NotificationDelivery.Status.SENDING)
-            for protocol in NotificationDelivery.Protocol.values}
+    found = {(status, protocol): BacklogGroup(count, due, oldest)
+             for status, protocol, count, due, oldest in rows}
+    return {(status, protocol): found.get((status, protocol), BacklogGroup(0, 0, None))
+            for status in unfinished for protocol in NotificationDelivery.Protocol.values}
 
 
 # --- a subscription's own deliveries, as every push and send asks for them ---------------------
@@ -72,7 +59,7 @@ def delivery_backlog_every_group(now: datetime) -> dict[tuple[str, str], Backlog
 def deliveries_pending(*, subscription_ids: list[uuid.UUID]) -> QuerySet[NotificationDelivery]:
     """The subscriptions' PENDING deliveries (a new push supersedes them)."""
     return NotificationDelivery.objects.filter(subscription_id__in=subscription_ids,
-                                               status=NotificationDelivery.Status.PENDING)
+                                               status=Status.PENDING)
 
 
 def deliveries_newer(delivery: NotificationDelivery) -> QuerySet[NotificationDelivery]:
@@ -103,4 +90,4 @@ def _newer(subscription_id, created_at) -> QuerySet[NotificationDelivery]:
 def _older_in_flight(subscription_id, created_at) -> QuerySet[NotificationDelivery]:
     return NotificationDelivery.objects.filter(
         subscription_id=subscription_id, created_at__lt=created_at,
-        status=NotificationDelivery.Status.SENDING).order_by()
+        status=Status.SENDING).order_by()

@@ -1,20 +1,12 @@
-"""Write side of notification delivery: sending deliveries exactly-once-per-claim and
-recording their outcomes (the outbox that queues, cancels and retries deliveries:
-notifications/outbox.py; the sweeper that makes delivery at least once:
-notifications/sweeping.py).
+"""Write side of notification delivery: sending deliveries exactly once per claim and
+recording their outcomes (docs/subscriptions.md, "Delivery"; the outbox that queues, cancels
+and retries them: notifications/outbox.py; the sweeper: notifications/sweeping.py).
 
 Lifecycle: PENDING --claim--> SENDING --> DELIVERED | FAILED | PENDING (transient failure, with
 backoff). PENDING/SENDING --> CANCELLED when superseded or when the subscription goes away.
-Every write of the status is a conditional update, so concurrent workers, the sweeper and the
-admin can act on the same row without locks and without sending twice per claim.
-
-One send covers one delivery or a batch (issue 15): one statement claims the due ones
-(PENDING → SENDING, stamped with one claim time: each row's fencing token; an HTTP one only
-when its destination admits it, notifications/destinations.py), one query finds for all of
-them whether a newer notification of the same subscription exists or an older one is still in
-flight, a heartbeat keeps the claims alive, MQTT publishes go out on the process's broker
-connection before any acknowledgement is awaited, and the delivered ones are recorded by one
-conditional update. Rows another caller claimed, not due, or cancelled are left alone.
+Every write of the status is a conditional update (fenced by the claim time), so concurrent
+workers, the sweeper and the admin can act on the same row without locks and without sending
+twice per claim. One send covers one delivery or a batch (issue 15).
 """
 import logging
 import uuid
@@ -27,12 +19,13 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from notifications import transports
 from notifications.destinations import destination_admit, destination_record
-from notifications.heartbeat import ClaimHeartbeat
+from notifications.heartbeat import claim_heartbeat
+from notifications.http_delivery import http_send
 from notifications.models import NotificationDelivery
 from notifications.mqtt_publishing import mqtt_publish_many
 from notifications.selectors import deliveries_neighbours, deliveries_newer
+from notifications.transport_errors import TransportError
 from observability.metrics import deliveries_recorded
 
 logger = logging.getLogger(__name__)
@@ -143,7 +136,7 @@ def _neighbours(claimed: list[NotificationDelivery]) -> tuple[set[uuid.UUID], se
 def _publish(deliveries: list[NotificationDelivery]) -> dict[uuid.UUID, str]:
     """Publish the claimed MQTT deliveries together and record their outcomes."""
     claimed_at = deliveries[0].claimed_at
-    with ClaimHeartbeat([delivery.id for delivery in deliveries], claimed_at):
+    with claim_heartbeat([delivery.id for delivery in deliveries], claimed_at):
         outcomes = mqtt_publish_many(
             [(delivery.properties.get("topic"), delivery.payload) for delivery in deliveries])
     statuses: dict[uuid.UUID, str] = {}
@@ -161,8 +154,7 @@ def _publish(deliveries: list[NotificationDelivery]) -> dict[uuid.UUID, str]:
         else:  # cancelled or taken over meanwhile: their record is the one that counts
             statuses.update(NotificationDelivery.objects.filter(id__in=delivered)
                             .values_list("id", "status"))
-    failed: dict[tuple[str, bool],
-                 tuple[transports.TransportError, list[NotificationDelivery]]] = {}
+    failed: dict[tuple[str, bool], tuple[TransportError, list[NotificationDelivery]]] = {}
     for delivery, error in zip(deliveries, outcomes, strict=True):
         if error is not None:  # one warning per distinct error (a lost broker: one for all)
             failed.setdefault((str(error), error.transient), (error, []))[1].append(delivery)
@@ -174,9 +166,10 @@ def _publish(deliveries: list[NotificationDelivery]) -> dict[uuid.UUID, str]:
 def _post(delivery: NotificationDelivery) -> str:
     """Send one claimed HTTP(S) delivery, feed its destination's breaker, record it."""
     try:
-        with ClaimHeartbeat([delivery.id], delivery.claimed_at):
-            transports.send(delivery.protocol, delivery.properties, delivery.payload)
-    except transports.TransportError as exc:
+        with claim_heartbeat([delivery.id], delivery.claimed_at):
+            http_send(protocol=delivery.protocol, properties=delivery.properties,
+                      payload=delivery.payload)
+    except TransportError as exc:
         exc = _not_http_bounded(delivery, exc)
         # What retrying may cure (silence, refused connections, 5xx, 408/429) counts against
         # the destination; a permanent refusal shows it up and answering.
@@ -203,23 +196,22 @@ def _parse_id(delivery_id: uuid.UUID | str) -> uuid.UUID | None:
 NOT_HTTP_MAX_ATTEMPTS = 3
 
 
-def _not_http_bounded(delivery: NotificationDelivery,
-                      error: transports.TransportError) -> transports.TransportError:
+def _not_http_bounded(delivery: NotificationDelivery, error: TransportError) -> TransportError:
     """`error`, made permanent when it is a non-HTTP answer at the delivery's
     NOT_HTTP_MAX_ATTEMPTS-th attempt or a later one."""
     attempt = delivery.attempts + 1
     if not (error.not_http and error.transient and attempt >= NOT_HTTP_MAX_ATTEMPTS):
         return error
-    return transports.TransportError(f"{error}; given up at attempt {attempt} (at most "
-                                     f"{NOT_HTTP_MAX_ATTEMPTS} for an answer that is not HTTP)",
-                                     transient=False, not_http=True)
+    return TransportError(f"{error}; given up at attempt {attempt} (at most "
+                          f"{NOT_HTTP_MAX_ATTEMPTS} for an answer that is not HTTP)",
+                          transient=False, not_http=True)
 
 
 MAX_NAMED_IN_LOG = 10  # subscriptions named in one warning about a batch's failed attempts
 
 
 def attempts_failed(deliveries: Sequence[NotificationDelivery],
-                    error: transports.TransportError) -> dict[uuid.UUID, str]:
+                    error: TransportError) -> dict[uuid.UUID, str]:
     """Record the attempts of `deliveries` (claimed by the caller) that failed with `error`,
     after one WARNING naming their subscriptions and consumers: a transient error is retried
     later (unless a newer result supersedes it), a permanent one fails the delivery. Returns
@@ -244,8 +236,8 @@ def attempts_failed(deliveries: Sequence[NotificationDelivery],
 
 def _current_status(delivery_id: uuid.UUID | str) -> str:
     parsed = _parse_id(delivery_id)
-    rows = NotificationDelivery.objects.filter(id=parsed) if parsed else None
-    status = rows.values_list("status", flat=True).first() if rows is not None else None
+    status = parsed and NotificationDelivery.objects.filter(id=parsed).values_list(
+        "status", flat=True).first()
     if status is None:
         logger.info("Notification delivery %s does not exist; nothing to send", delivery_id)
         return MISSING

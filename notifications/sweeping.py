@@ -1,13 +1,7 @@
-"""The sweeper: the safety net that makes delivery at least once (Celery beat runs it every
-NOTIFICATION_SWEEP_INTERVAL_SECONDS; without a broker the in-process scheduler does).
-
-It recovers deliveries whose task was lost (broker restarted without persistence, enqueue
-failed) or whose worker died while sending, and the due retries when there is no broker. It
-sends nothing itself while handing over works, so that a silent HTTP endpoint cannot hold it
-(and every due MQTT notification behind it): due rows go to the queue of their transport,
-grouped as when they were created (notifications/handover.py `handover_groups`), or without
-a broker to the process's pool of the transport.
-"""
+"""The sweeper: the safety net that makes delivery at least once (docs/subscriptions.md, "Lost
+tasks and dead workers"). It sends nothing itself while handing over works, so that a silent
+HTTP endpoint cannot hold it: due rows go where the outbox hands new ones
+(notifications/handover.py), grouped the same way."""
 import logging
 import time
 from datetime import datetime, timedelta

@@ -5,7 +5,7 @@ from celery import Task, shared_task
 
 from notifications.handover import deliveries_enqueue
 from notifications.retention import deliveries_remove_old
-from notifications.selectors import deliveries_seconds_until_due, delivery_protocol
+from notifications.selectors import deliveries_next_attempt
 from notifications.services import deliveries_send, delivery_send
 from notifications.sweeping import deliveries_sweep
 
@@ -15,15 +15,12 @@ logger = logging.getLogger(__name__)
 @shared_task(name="notifications.deliver_batch", bind=True, acks_late=True,
              reject_on_worker_lost=True)
 def deliver_batch_task(self: Task, delivery_ids: list[str]) -> dict[str, str]:
-    """Send deliveries of one transport (notifications/services.py `deliveries_send`),
-    enqueued after the commit that created them on the queue of their transport: MQTT ones
-    together, an HTTP one alone. Acknowledged only after it ran, and requeued if the worker
-    dies: each row is claimed, so a duplicate run sends nothing twice per claim. Those
-    still PENDING afterwards (a transient failure, a broker outage failing them together,
-    or deferred because their destination is busy or its circuit open) are sent again
-    together, by one task run when the last of them is due; run eagerly it does not (that
-    would retry at once, in the caller) and leaves them to the sweeper. Returns the status
-    of each delivery this run claimed or deferred."""
+    """Send deliveries of one transport (notifications/services.py `deliveries_send`).
+    Acknowledged only after it ran, and requeued if the worker dies: each row is claimed, so
+    a duplicate run sends nothing twice per claim. Those still PENDING afterwards (failed
+    transiently or deferred) are sent again together, by one task run when the last of them
+    is due; run eagerly it leaves them to the sweeper (it would retry at once, in the caller).
+    Returns the status of each delivery this run claimed or deferred."""
     statuses = deliveries_send(delivery_ids)
     pending = [delivery_id for delivery_id, status in statuses.items() if status == "PENDING"]
     if pending and not self.request.is_eager:
@@ -45,9 +42,9 @@ def deliver_task(self: Task, delivery_id: str, protocol: str = "") -> str:
 
 def _schedule_next_attempt(delivery_ids: list) -> None:
     """One task for the deliveries (all of one transport), run when the last is due."""
-    countdown = deliveries_seconds_until_due(delivery_ids=delivery_ids)
-    protocol = delivery_protocol(delivery_id=delivery_ids[0])
-    if countdown is not None and protocol is not None:
+    next_attempt = deliveries_next_attempt(delivery_ids=delivery_ids)
+    if next_attempt is not None:
+        countdown, protocol = next_attempt
         deliveries_enqueue(delivery_ids=delivery_ids, protocol=protocol, countdown=countdown)
 
 

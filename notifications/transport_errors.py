@@ -1,6 +1,5 @@
-"""The one error every notification transport raises (notifications/transports.py): a failed
-send, and whether trying it again later can help. A module of its own so that the MQTT and
-HTTP adapters and their callers share it without importing each other."""
+"""The one error both notification transports raise (notifications/mqtt_publishing.py,
+notifications/http_delivery.py): a failed send, and whether trying it again later can help."""
 
 
 class TransportError(Exception):

@@ -3,6 +3,8 @@ import uuid
 from django.db import models
 from django.db.models.fields.json import KeyTransform
 
+from notifications.models import NotificationDelivery
+
 # The notify protocols whose property `topic` is an MQTT topic of the service's broker.
 MQTT_PROTOCOLS = ("MQTT", "MQTTS")
 
@@ -13,11 +15,7 @@ class Subscription(models.Model):
     unique): subscribing again overwrites it in place and keeps its id. A consumer's own
     subscriptions have owner = target; push management subscribes for any target."""
 
-    class Protocol(models.TextChoices):
-        HTTP = "HTTP"
-        HTTPS = "HTTPS"
-        MQTT = "MQTT"
-        MQTTS = "MQTTS"
+    Protocol = NotificationDelivery.Protocol  # the notify protocols, declared once
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.CharField(max_length=63)

@@ -1,25 +1,13 @@
-"""Who an MQTT topic belongs to (issue 29, item 1), so that one system's pushes and answers
-never reach another system's topic.
-
-- A notify topic belongs to the system its subscriptions push to: their target (the
-  consumer itself, or the system push management subscribed for). A subscribe naming a topic
-  that a subscription of another target already uses is refused, whoever subscribes.
-- The MQTT interface's topics (everything under MQTT_API_BASE_TOPIC: the request topics
-  and whatever the interface may add there) belong to the service: never a notify topic,
-  never a response topic.
-- With MQTT_SYSTEM_TOPIC_ROOT set, a system's topics are those under `<root><its name>/`
-  (the shipped broker's ACL lets it read nothing else): a notify topic elsewhere is refused.
-- The MQTT interface answers a requester only on a topic it may receive on by the same rules:
-  not the interface's, under its own root when set, not another system's notify topic
-  (`topic_refusal`).
-
-Concurrent subscribes on one free topic by different targets: each takes the topic's advisory
-lock (database/advisory_locks.py) in its transaction before it reads who uses the topic, so
-the second one reads the first one's committed row and is refused.
+"""Who an MQTT topic belongs to (issue 29, item 1; docs/subscriptions.md, "Whose notify
+topic"), so that one system's pushes and answers never reach another system's topic: a notify
+topic belongs to the target of its subscriptions, the topics under MQTT_API_BASE_TOPIC to the
+service, and with MQTT_SYSTEM_TOPIC_ROOT a system's topics are those under `<root><its name>/`.
+The MQTT interface answers a requester only on a topic it may receive on by the same rules
+(`topic_refusal`).
 """
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from django.conf import settings
 
@@ -29,21 +17,6 @@ from subscriptions.models import MQTT_PROTOCOLS, Subscription
 
 # The advisory-lock namespace of notify topics.
 TOPIC_LOCK_NAMESPACE = "notify-topic"
-
-
-class NotifyClaim(Protocol):
-    """What claiming a notify topic reads of a subscribe (subscriptions/requests.py
-    SubscribeRequest, which checks its topic with the functions here: described, not
-    imported, so the two modules do not import each other)."""
-
-    @property
-    def protocol(self) -> str: ...
-
-    @property
-    def properties(self) -> Mapping[str, Any]: ...
-
-    @property
-    def target(self) -> str: ...
 
 
 def interface_topic(topic: str) -> bool:
@@ -83,9 +56,12 @@ def topic_refusal(topic: str, *, receiver: str) -> str | None:
     return None
 
 
-def notify_topics_claim(subscribes: Sequence[NotifyClaim]) -> None:
-    """Inside the subscribe's transaction: lock the MQTT notify topics of `subscribes` and
-    refuse (InvalidParameter) one that another target uses or that two of them share."""
+def notify_topics_claim(subscribes: Sequence[Any]) -> None:
+    """Inside the subscribe's transaction: lock the MQTT notify topics of `subscribes`
+    (subscriptions/requests.py SubscribeRequest, which imports this module) and refuse
+    (InvalidParameter) one that another target uses or that two of them share. Each takes the
+    topics' advisory locks before it reads who uses them, so of two concurrent subscribes on
+    one free topic the second reads the first one's committed row and is refused."""
     claimed: dict[str, str] = {}
     for subscribe in subscribes:
         if subscribe.protocol in MQTT_PROTOCOLS:

@@ -27,11 +27,7 @@ from conventions.uuids import require_uuid_element
 from subscriptions import openapi_examples as examples
 from subscriptions.push_jobs import parse_trigger_request, push_trigger
 from subscriptions.requests import parse_subscribe_list
-from subscriptions.selectors import (
-    SORTING,
-    subscription_filters_parse,
-    subscription_list,
-)
+from subscriptions.selectors import SORTING, subscription_list
 from subscriptions.serializers import (
     OrchestrationSubscriptionListResponseSerializer,
     PushJobListSerializer,
@@ -84,10 +80,9 @@ def subscriptions_response(data: dict | None, *, involving: str | None = None) -
     a system when given."""
     data = validated(SubscriptionQuerySerializer, data)
     page = parse_pagination(data.get("pagination"), **SORTING)
-    filters = subscription_filters_parse(
+    entries, count = subscription_list(
         owner_systems=data.get("ownerSystems"), target_systems=data.get("targetSystems"),
-        service_definitions=data.get("serviceDefinitions"), involving=involving)
-    entries, count = subscription_list(filters=filters, page=page)
+        service_definitions=data.get("serviceDefinitions"), involving=involving, page=page)
     return Response(OrchestrationSubscriptionListResponseSerializer(
         {"entries": entries, "count": count}).data)
 

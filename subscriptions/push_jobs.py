@@ -1,11 +1,7 @@
 """Push management's trigger (reference-simple §6.9, §8.2): a PUSH job per selected
 subscription, queued PENDING and run by a Celery task that claims it, pushes the
-subscription's current result (forced) and finishes it DONE or ERROR.
-
-Unlike the reference, no job stays PENDING or IN_PROGRESS forever (docs/push-management.md,
-"Job lifecycle"): a job whose task was lost is enqueued again by a periodic sweep, one that
-outlived its bounds is given up (ERROR `Abandoned: ...`), and trigger reuses only jobs that
-are still fresh.
+subscription's current result (forced) and finishes it DONE or ERROR. Unlike the reference, no
+job stays PENDING or IN_PROGRESS forever (docs/push-management.md, "Job lifecycle").
 """
 import datetime as dt
 import logging

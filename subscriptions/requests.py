@@ -12,10 +12,11 @@ from orchestration.pull.normalization import parse_orchestration_request
 from orchestration.pull.services import qos_max_latency
 from orchestration.pull.types import OrchestrationRequest
 from subscriptions import notify_targets
+from subscriptions.models import Subscription
 from subscriptions.notify_topics import interface_topic, system_topic_refusal
 
 HTTP_METHODS = ("POST", "PUT", "PATCH")
-PROTOCOLS = ("HTTP", "HTTPS", "MQTT", "MQTTS")
+PROTOCOLS = tuple(Subscription.Protocol.values)
 
 
 @dataclass(frozen=True)

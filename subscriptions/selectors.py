@@ -1,7 +1,6 @@
 """Reading subscriptions: push management's query and the consumer's own query
 (reference-simple §6.11)."""
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection
@@ -23,50 +22,26 @@ SORTING = {"sort_fields": list(SORT_COLUMNS), "default_sort_field": "createdAt",
            "default_direction": "DESC"}
 
 
-@dataclass(frozen=True)
-class SubscriptionFilters:
-    owners: tuple[str, ...] = ()
-    targets: tuple[str, ...] = ()
-    service_definitions: tuple[str, ...] = ()
-    # The consumer's query: only subscriptions this system owns or is the target of.
-    involving: str | None = None
-
-
-def subscription_filters_parse(
-    *,
-    owner_systems: Sequence[str | None] | None = None,
-    target_systems: Sequence[str | None] | None = None,
-    service_definitions: Sequence[str | None] | None = None,
-    involving: str | None = None,
-) -> SubscriptionFilters:
-    """Validate and normalize the filters, in the reference's order (blank elements of every
-    list first, then the names)."""
+def subscription_list(*, owner_systems: Sequence[str | None] | None,
+                      target_systems: Sequence[str | None] | None,
+                      service_definitions: Sequence[str | None] | None,
+                      involving: str | None, page: PageRequest) -> tuple[list[Subscription], int]:
+    """One page of the subscriptions matching the filters and the total number of matches;
+    filtering, ordering and slicing happen in SQL. The filters are validated and normalized in
+    the reference's order (blank elements of every list first, then the names); `involving`
+    (the consumer's query) keeps the subscriptions this system owns or is the target of."""
     owners = names.without_blanks(owner_systems, "Owner system list contains empty element")
     targets = names.without_blanks(target_systems, "Target system list contains empty element")
     definitions = names.without_blanks(service_definitions,
                                        "Service definition list contains empty element")
-    return SubscriptionFilters(
-        owners=tuple(names.system_name(value) for value in owners),
-        targets=tuple(names.system_name(value) for value in targets),
-        service_definitions=tuple(names.service_definition(value) for value in definitions),
-        involving=involving,
-    )
-
-
-def _filtered(filters: SubscriptionFilters):
     subscriptions = Subscription.objects.all()
-    if filters.involving is not None:
-        subscriptions = subscriptions.filter(Q(owner=filters.involving)
-                                             | Q(target=filters.involving))
-    return filter_given(subscriptions, owner__in=filters.owners, target__in=filters.targets,
-                        service_definition__in=filters.service_definitions)
-
-
-def subscription_list(*, filters: SubscriptionFilters,
-                      page: PageRequest) -> tuple[list[Subscription], int]:
-    """One page of matching subscriptions and the total number of matches; filtering,
-    ordering and slicing happen in SQL."""
-    rows, total = paginate(_filtered(filters), page, columns=SORT_COLUMNS, tie_breaker="id")
+    if involving is not None:
+        subscriptions = subscriptions.filter(Q(owner=involving) | Q(target=involving))
+    subscriptions = filter_given(
+        subscriptions, owner__in=[names.system_name(value) for value in owners],
+        target__in=[names.system_name(value) for value in targets],
+        service_definition__in=[names.service_definition(value) for value in definitions])
+    rows, total = paginate(subscriptions, page, columns=SORT_COLUMNS, tie_breaker="id")
     return list(rows), total
 
 

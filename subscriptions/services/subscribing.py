@@ -29,10 +29,6 @@ from subscriptions.services.pushing import fingerprint, subscription_push_queue
 logger = logging.getLogger(__name__)
 
 
-def _expiry(duration: int | None, now: dt.datetime) -> dt.datetime | None:
-    return now + dt.timedelta(seconds=duration) if duration else None
-
-
 def _apply(subscription: Subscription, subscribe: SubscribeRequest, now: dt.datetime,
            baseline: str) -> None:
     if (subscription.notify_protocol, subscription.notify_properties) != (
@@ -44,7 +40,8 @@ def _apply(subscription: Subscription, subscribe: SubscribeRequest, now: dt.date
     subscription.notify_protocol = subscribe.protocol
     subscription.notify_properties = subscribe.properties
     subscription.duration = subscribe.duration
-    subscription.expires_at = _expiry(subscribe.duration, now)
+    subscription.expires_at = (now + dt.timedelta(seconds=subscribe.duration)
+                               if subscribe.duration else None)
     subscription.last_fingerprint = baseline
     subscription.needs_evaluation = True  # see subscription_baseline
     subscription.updated_at = now
@@ -85,12 +82,6 @@ def _ensure_room(new_by_target: Counter[str]) -> None:
                                    f"(at most {limit})")
 
 
-def subscriptions_lock(identity_keys: list[str]) -> None:
-    """Lock subscriptions by their identity key (owner, target and service definition) until
-    the transaction ends (database.advisory_locks takes them in one sorted order)."""
-    advisory_locks(LOCK_NAMESPACE, identity_keys)
-
-
 def subscription_upsert(*, requester: str, subscribe: SubscribeRequest,
                         trigger: bool) -> tuple[uuid.UUID, bool]:
     """Create the requester's subscription, or overwrite its subscription for the same target
@@ -115,10 +106,10 @@ def subscriptions_upsert(*, owner: str, subscribes: Sequence[SubscribeRequest],
     else:
         baselines = [subscription_baseline(subscribe, now) for subscribe in subscribes]
     with transaction.atomic():
-        # The keys' locks first: a subscription that does not exist yet cannot be
-        # row-locked, and concurrent subscribes (and an unsubscribe between them) would race
-        # to insert it.
-        subscriptions_lock(keys)
+        # The keys' locks first (until the transaction ends, taken in one sorted order): a
+        # subscription that does not exist yet cannot be row-locked, and concurrent subscribes
+        # (and an unsubscribe between them) would race to insert it.
+        advisory_locks(LOCK_NAMESPACE, keys)
         notify_topics_claim(subscribes)
         rows = Subscription.objects.select_for_update()
         # One key (a subscribe call): the plainer query, cheaper to compile on the hot path.

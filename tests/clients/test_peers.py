@@ -2,7 +2,7 @@
 against the fake ConsumerAuthorization and the fake ServiceRegistry."""
 import pytest
 
-from clients import peers
+from clients import errors, peers
 from tests.fake_consumer_authorization import TOKEN_VERIFY, VERIFY, FakeConsumerAuthorization
 
 SERVICE = peers.PeerService(
@@ -51,7 +51,7 @@ class ExplicitUrlTests:
         assert ca.calls[0].path.endswith("/generate?unbound=true")
 
     def test_a_4xx_answer_is_the_peers_own_error(self, ca):
-        with pytest.raises(peers.PeerRefused) as refused:
+        with pytest.raises(errors.PeerRefused) as refused:
             peers.call(SERVICE, "verify", body={**ASK, "provider": "Other", "consumer": "X"})
         assert (refused.value.status_code, refused.value.exception_type,
                 refused.value.message) == (403, "FORBIDDEN", "Only the related provider or "

@@ -17,7 +17,7 @@ from django.conf import settings
 from paho.mqtt.client import Client
 from paho.mqtt.enums import CallbackAPIVersion
 
-from notifications.mqtt_publishing import mqtt_publish
+from notifications.mqtt_publishing import mqtt_publish_many
 from tests.endpoints import broker_state_directory, mosquitto
 from tests.mqtt_api.clients import PULL_BODY, Api, Caller
 from tests.ports import reserved_port
@@ -157,7 +157,8 @@ class ServiceClientTests:
         assert car1.subscribe("arrowhead/systems/Car1/#")
         monkeypatch.setattr(settings, "MQTT_BROKER_URL", f"mqtt://{SERVICE}:"
                             f"{PASSWORDS[SERVICE]}@127.0.0.1:{shipped_broker}")
-        mqtt_publish(topic="arrowhead/systems/Car1/temperature", payload={"results": []})
+        assert mqtt_publish_many([("arrowhead/systems/Car1/temperature", {"results": []})]) \
+            == [None]
         assert car1.messages.get(timeout=WAIT) == ("arrowhead/systems/Car1/temperature",
                                                    b'{"results": []}')
 

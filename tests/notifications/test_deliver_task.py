@@ -6,7 +6,7 @@ from celery.signals import task_prerun
 from django.utils import timezone
 
 from notifications.models import NotificationDelivery
-from notifications.selectors import deliveries_seconds_until_due
+from notifications.selectors import deliveries_next_attempt
 from notifications.tasks import deliver_batch_task, deliver_task
 from tests.endpoints import make_delivery
 
@@ -64,10 +64,10 @@ class DeliverTaskTests:
 class DeliverySecondsUntilDueTests:
     def test_it_counts_down_to_the_next_attempt(self):
         later = make_delivery(next_attempt_at=timezone.now() + timedelta(seconds=30))
-        assert 29 < deliveries_seconds_until_due(delivery_ids=[later.id]) <= 30
+        assert 29 < deliveries_next_attempt(delivery_ids=[later.id])[0] <= 30
         overdue = make_delivery(next_attempt_at=timezone.now() - timedelta(seconds=30))
-        assert deliveries_seconds_until_due(delivery_ids=[overdue.id]) == 0
+        assert deliveries_next_attempt(delivery_ids=[overdue.id]) == (0, overdue.protocol)
 
     def test_it_is_none_when_no_attempt_is_waiting(self):
         delivered = make_delivery(status=Status.DELIVERED)
-        assert deliveries_seconds_until_due(delivery_ids=[delivered.id]) is None
+        assert deliveries_next_attempt(delivery_ids=[delivered.id]) is None

@@ -118,15 +118,15 @@ class DeliverySendClaimTests:
         # 503), and retrying would deliver the outdated result last.
         http_sink.status = 503
         older = make_delivery("HTTP", http_sink.properties())
-        send, newer = services.transports.send, []
+        send, newer = services.http_send, []
 
-        def newer_arrives_while_sending(*args):
+        def newer_arrives_while_sending(**kwargs):
             newer.append(make_delivery("HTTP", http_sink.properties(),
                                        subscription_id=older.subscription_id,
                                        created_at=older.created_at + timedelta(seconds=1)))
-            send(*args)
+            send(**kwargs)
 
-        monkeypatch.setattr(services.transports, "send", newer_arrives_while_sending)
+        monkeypatch.setattr(services, "http_send", newer_arrives_while_sending)
         assert delivery_send(older.id) == Status.CANCELLED
         assert len(http_sink.requests) == 1  # it was sent: the transient failure is real
         older.refresh_from_db()

@@ -11,7 +11,8 @@ from notifications.destinations import destination_admit
 from notifications.http_delivery import http_destination
 from notifications.models import NotificationDelivery, NotificationDestination
 from notifications.services import delivery_send
-from notifications.transports import TransportError, send
+from notifications.http_delivery import http_send
+from notifications.transport_errors import TransportError
 from tests.concurrency import run_together
 from tests.endpoints import BODY, SilentTcpServer, make_delivery
 from tests.ports import reserved_port
@@ -123,7 +124,8 @@ class ConnectTimeoutTests:
                 fillers.append(filler)
             started = time.monotonic()
             with pytest.raises(TransportError, match="timed out") as error:
-                send("HTTP", {"address": "127.0.0.1", "port": port, "path": "/"}, BODY)
+                http_send(protocol="HTTP", payload=BODY,
+                          properties={"address": "127.0.0.1", "port": port, "path": "/"})
             assert error.value.transient
             assert time.monotonic() - started < settings.NOTIFY_HTTP_TIMEOUT_SECONDS
         finally:

@@ -7,16 +7,29 @@ import pytest
 
 from notifications import mqtt_publishing
 from notifications.http_delivery import http_url
+from notifications.http_delivery import http_send
 from notifications.mqtt_broker import broker_address
-from notifications.transports import TransportError, send
+from notifications.mqtt_publishing import mqtt_publish_many
+from notifications.transport_errors import TransportError
 from tests.concurrency import Background, wait_until
 from tests.endpoints import BODY, SilentTcpServer
 from tests.ports import reserved_port
 
 
+def publish(topic, payload):
+    """One message through the MQTT adapter, raising its TransportError."""
+    [error] = mqtt_publish_many([(topic, payload)])
+    if error is not None:
+        raise error
+
+
+def post(properties, payload):
+    return http_send(protocol="HTTP", properties=properties, payload=payload)
+
+
 class MqttTransportTests:
     def test_it_publishes_the_exact_json_with_qos_1_not_retained(self, mqtt_receiver):
-        send("mqtt", {"topic": mqtt_receiver.topic}, BODY)
+        publish(mqtt_receiver.topic, BODY)
         message = mqtt_receiver.get()
         assert json.loads(message.payload) == BODY
         assert message.qos == 1
@@ -24,62 +37,62 @@ class MqttTransportTests:
 
     def test_it_publishes_with_the_configured_qos(self, settings, mqtt_receiver):
         settings.MQTT_QOS = 2
-        send("MQTT", {"topic": mqtt_receiver.topic}, BODY)
+        publish(mqtt_receiver.topic, BODY)
         assert mqtt_receiver.get().qos == 2
 
     def test_unreadable_tls_files_are_reported_as_transient(self, settings, tmp_path):
         settings.MQTT_BROKER_URL = f"mqtts://127.0.0.1:{reserved_port()}"
         settings.TLS_CA_FILE = str(tmp_path / "missing-ca.pem")
         with pytest.raises(TransportError, match="TLS settings") as error:
-            send("MQTT", {"topic": "test/nobody"}, BODY)
+            publish("test/nobody", BODY)
         assert error.value.transient
 
     def test_it_reports_an_unreachable_broker_as_transient(self, settings):
         settings.MQTT_BROKER_URL = f"mqtt://127.0.0.1:{reserved_port()}"
         with pytest.raises(TransportError) as error:
-            send("MQTT", {"topic": "test/nobody"}, BODY)
+            publish("test/nobody", BODY)
         assert error.value.transient
 
     def test_it_refuses_permanently_without_a_broker_url(self, settings):
         settings.MQTT_BROKER_URL = ""
         with pytest.raises(TransportError, match="MQTT is not configured") as error:
-            send("MQTT", {"topic": "test/nobody"}, BODY)
+            publish("test/nobody", BODY)
         assert not error.value.transient
 
     def test_it_refuses_a_wildcard_topic_permanently(self, mqtt_broker):
         with pytest.raises(TransportError, match="Invalid MQTT topic") as error:
-            send("MQTT", {"topic": "test/#"}, BODY)
+            publish("test/#", BODY)
         assert not error.value.transient
 
     def test_the_process_keeps_one_connection_for_its_publishes(self, mqtt_receiver):
-        send("MQTT", {"topic": mqtt_receiver.topic}, BODY)
+        publish(mqtt_receiver.topic, BODY)
         first = mqtt_publishing._publisher._client
-        send("MQTT", {"topic": mqtt_receiver.topic}, {"second": True})
+        publish(mqtt_receiver.topic, {"second": True})
         assert mqtt_publishing._publisher._client is first and first.is_connected()
         assert [json.loads(mqtt_receiver.get().payload) for _ in range(2)] == [
             BODY, {"second": True}]
 
     def test_a_lost_connection_is_opened_again_at_the_next_publish(self, mqtt_receiver):
-        send("MQTT", {"topic": mqtt_receiver.topic}, BODY)
+        publish(mqtt_receiver.topic, BODY)
         lost = mqtt_publishing._publisher._client
         # The broker or the network drops it: the peer ends the stream under paho's loop.
         lost.socket().shutdown(socket.SHUT_RDWR)
         wait_until(lambda: not lost.is_connected(), timeout=10)
-        send("MQTT", {"topic": mqtt_receiver.topic}, {"after": "reconnect"})
+        publish(mqtt_receiver.topic, {"after": "reconnect"})
         assert not lost.is_connected()  # stays lost: the publisher alone reconnects
         assert mqtt_publishing._publisher._client is not lost
         assert [json.loads(mqtt_receiver.get().payload) for _ in range(2)] == [
             BODY, {"after": "reconnect"}]
 
     def test_another_broker_url_gets_its_own_connection(self, settings, mqtt_receiver):
-        send("MQTT", {"topic": mqtt_receiver.topic}, BODY)
+        publish(mqtt_receiver.topic, BODY)
         working = settings.MQTT_BROKER_URL
         settings.MQTT_BROKER_URL = f"mqtt://127.0.0.1:{reserved_port()}"
         with pytest.raises(TransportError) as error:
-            send("MQTT", {"topic": mqtt_receiver.topic}, BODY)
+            publish(mqtt_receiver.topic, BODY)
         assert error.value.transient and mqtt_publishing._publisher._client is None
         settings.MQTT_BROKER_URL = working
-        send("MQTT", {"topic": mqtt_receiver.topic}, {"back": True})
+        publish(mqtt_receiver.topic, {"back": True})
         assert [json.loads(mqtt_receiver.get().payload) for _ in range(2)] == [
             BODY, {"back": True}]
 
@@ -93,7 +106,7 @@ class MqttTransportTests:
 
 class HttpTransportTests:
     def test_it_sends_method_path_headers_and_json_body(self, http_sink):
-        send("http", http_sink.properties(method="put", path="hooks/orchestration"), BODY)
+        post(http_sink.properties(method="put", path="hooks/orchestration"), BODY)
         [request] = http_sink.requests
         assert (request.method, request.path) == ("PUT", "/hooks/orchestration")
         assert request.headers["content-type"] == "application/json"
@@ -105,14 +118,14 @@ class HttpTransportTests:
     def test_it_reports_server_errors_and_throttling_as_transient(self, http_sink, status):
         http_sink.status = status
         with pytest.raises(TransportError, match=str(status)) as error:
-            send("HTTP", http_sink.properties(), BODY)
+            post(http_sink.properties(), BODY)
         assert error.value.transient
 
     @pytest.mark.parametrize("status", [400, 404, 410, 301])
     def test_it_reports_refusals_and_redirects_as_permanent(self, http_sink, status):
         http_sink.status = status
         with pytest.raises(TransportError, match=str(status)) as error:
-            send("HTTP", http_sink.properties(), BODY)
+            post(http_sink.properties(), BODY)
         assert not error.value.transient
         assert len(http_sink.requests) == 1
 
@@ -120,14 +133,14 @@ class HttpTransportTests:
         properties = {"address": "127.0.0.1", "port": reserved_port(), "method": "POST",
                       "path": "/"}
         with pytest.raises(TransportError) as error:
-            send("HTTP", properties, BODY)
+            post(properties, BODY)
         assert error.value.transient
 
     def test_it_reports_a_timeout_as_transient(self, settings, http_sink):
         settings.NOTIFY_HTTP_TIMEOUT_SECONDS = 0.2
         http_sink.delay = 1
         with pytest.raises(TransportError) as error:
-            send("HTTP", http_sink.properties(), BODY)
+            post(http_sink.properties(), BODY)
         assert error.value.transient
 
     def test_a_destination_dripping_its_answer_is_given_up_on_at_the_deadline(self, settings):
@@ -138,7 +151,7 @@ class HttpTransportTests:
         dripping = SilentTcpServer(drip=0.2)
         try:
             started = time.monotonic()
-            attempt = Background(lambda: send("HTTP", dripping.properties(), BODY))
+            attempt = Background(lambda: post(dripping.properties(), BODY))
             error = attempt.outcome(timeout=30)
             took = time.monotonic() - started
         finally:
@@ -159,10 +172,5 @@ class HttpTransportTests:
     ])
     def test_it_refuses_incomplete_interfaces_permanently(self, properties):
         with pytest.raises(TransportError) as error:
-            send("HTTP", properties, BODY)
-        assert not error.value.transient
-
-    def test_it_refuses_an_unknown_protocol_permanently(self):
-        with pytest.raises(TransportError, match="Unsupported notify protocol: COAP") as error:
-            send("coap", {}, BODY)
+            post(properties, BODY)
         assert not error.value.transient
