@@ -172,9 +172,10 @@ class _HTTPHandler(urllib.request.HTTPHandler):
 
 
 class _HTTPSHandler(urllib.request.HTTPSHandler):
+    """The system's default TLS context, which verifies the certificate and the host name."""
+
     def https_open(self, req: urllib.request.Request) -> Any:
-        return self.do_open(_HTTPSConnection, req, context=self._context,
-                            check_hostname=self._check_hostname)
+        return self.do_open(_HTTPSConnection, req)
 
 
 # No ProxyHandler: the environment's http_proxy must not silently reroute notifications.
