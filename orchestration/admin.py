@@ -6,7 +6,6 @@ from api.admin_display import short_time, truncated
 from api.admin_filters import NameInputFilter, name_filter
 from conventions import names
 from orchestration.models import AuthorizationToken, OrchestrationJob, OrchestrationLock
-from orchestration.pull.reservations import locks_delete
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -75,18 +74,10 @@ class OrchestrationJobAdmin(ReadOnlyAdmin):
 
 @admin.register(OrchestrationLock)
 class OrchestrationLockAdmin(ReadOnlyAdmin):
-    """Deleting a lock ends the reservation at once, through `locks_delete` so that
-    subscriptions whose result may change are evaluated again."""
+    """Deleting a lock ends the reservation at once (the feed's triggers record it)."""
 
     list_display = ("service_instance_id", "owner", "expires_at", "created_at")
     search_fields = ("service_instance_id", "owner")
-
-    def delete_model(self, request: HttpRequest, obj: OrchestrationLock) -> None:
-        locks_delete(OrchestrationLock.objects.filter(pk=obj.pk))
-
-    def delete_queryset(self, request: HttpRequest,
-                        queryset: QuerySet[OrchestrationLock]) -> None:
-        locks_delete(queryset)
 
 
 @admin.register(AuthorizationToken)
