@@ -22,21 +22,17 @@ class BodyBudget:
 
     def __init__(self, total: int) -> None:
         self.total = total
-        self._held = 0
+        self.held = 0
         self._peak = 0  # the most held since the last trim
         self._lock = threading.Lock()
-
-    @property
-    def held(self) -> int:
-        return self._held
 
     def reserve(self, size: int) -> bool:
         """Reserve `size` bytes; False (nothing reserved) when they do not fit."""
         with self._lock:
-            if self._held + size > self.total:
+            if self.held + size > self.total:
                 return False
-            self._held += size
-            self._peak = max(self._peak, self._held)
+            self.held += size
+            self._peak = max(self._peak, self.held)
             return True
 
     def release(self, size: int) -> None:
@@ -44,12 +40,12 @@ class BodyBudget:
         if not size:
             return
         with self._lock:
-            self._held -= size
-            trim = self._held == 0 and self._peak > TRIM_AFTER_BYTES
+            self.held -= size
+            trim = self.held == 0 and self._peak > TRIM_AFTER_BYTES
             if trim:
                 self._peak = 0
-        if trim:
-            release_free_memory()
+        if trim and _trim is not None:
+            _trim(0)  # every malloc arena's free pages back to the operating system
 
 
 def busy_message(what: str) -> str:
@@ -57,19 +53,8 @@ def busy_message(what: str) -> str:
             f"retry in {RETRY_AFTER_SECONDS} seconds")
 
 
-def _malloc_trim():
-    try:
-        trim = ctypes.CDLL(None).malloc_trim  # the C library the interpreter is linked with
-    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to give back this way
-        return None
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    return trim
-
-
-_trim = _malloc_trim()
-
-
-def release_free_memory() -> None:
-    """Return the free pages of every malloc arena to the operating system (glibc only)."""
-    if _trim is not None:
-        _trim(0)
+try:
+    _trim = ctypes.CDLL(None).malloc_trim  # the C library the interpreter is linked with
+    _trim.argtypes, _trim.restype = [ctypes.c_size_t], ctypes.c_int
+except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to give back this way
+    _trim = None
