@@ -59,11 +59,7 @@ class PullJob:
         return self.requester
 
     def model(self) -> OrchestrationJob:
-        return OrchestrationJob(
-            type=OrchestrationJob.Type.PULL, status=self.status, requester=self.requester,
-            target=self.requester, service_definition=self.service_definition,
-            result_count=self.result_count, message=self.message, created_at=self.started_at,
-            started_at=self.started_at, finished_at=self.finished_at)
+        return OrchestrationJob(**dict(zip(_COLUMNS, self.row(), strict=True)))
 
     def row(self) -> tuple:
         """The values of _COLUMNS."""
