@@ -277,8 +277,11 @@ class PullSnapshot:
             self._wake.clear()
 
     def _freeze(self) -> None:
+        """Young cyclic garbage is collected first (what requests left), so that little of it
+        is frozen for good; the rest of the process's objects leave the collector's reach."""
         self._unfrozen = 0
-        _freeze_objects()
+        gc.collect(1)
+        gc.freeze()
 
     def load(self) -> bool:
         """Load everything (the background thread; tests). False when there are more rules
@@ -307,13 +310,6 @@ class PullSnapshot:
         logger.info("Pull snapshot loaded: %d rules, %d instances in %.2f s", data.rule_count,
                     len(data.instances), time.monotonic() - started)
         return True
-
-
-def _freeze_objects() -> None:
-    """Young cyclic garbage is collected first (what requests left), so that little of it is
-    frozen for good; the rest of the process's objects leave the collector's reach."""
-    gc.collect(1)
-    gc.freeze()
 
 
 def _replace(records: dict, key: str, record: object | None) -> None:
