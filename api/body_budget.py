@@ -1,13 +1,8 @@
 """The bytes of requests one MQTT interface process (mqtt_api.server) holds in flight, out of a
-fixed budget (issue 29, item 4; docs/limits.md): a request's payload is reserved while it waits
-and is answered; one that does not fit is answered 503 at once. (The web process needs none:
-nginx holds bodies in flight, on disk beyond 128 KiB; docs/decisions.md.)
-
-When a burst is over (nothing held any more after more than TRIM_AFTER_BYTES were held), the
-process gives its free heap back to the operating system: CPython hands large buffers (a body
-of a few MiB) to glibc's malloc, which keeps the freed memory in its arenas, so without this a
-process stays at its peak size after a burst (docs/decisions.md).
-"""
+fixed budget (docs/limits.md): a request's payload is reserved while it waits and is answered;
+one that does not fit is answered 503 at once. After a burst the process gives its free heap
+back to the operating system, or glibc's malloc would keep it at its peak size
+(docs/decisions.md)."""
 import ctypes
 import threading
 

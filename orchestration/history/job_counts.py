@@ -1,13 +1,7 @@
-"""Exact job counts per type and status without reading the job table (PostgreSQL).
-
-The history query's `count` is the number of all matching jobs. Over a million jobs an exact
-`COUNT(*)` reads an index of a million entries (50–75 ms here, docs/performance.md), even
-when the filter is only a status or a type. Statement-level triggers (installed by migration
-0004 on PostgreSQL) therefore record every change of the job table as rows of `JobCountDelta`
-(type, status, ±n), in the transaction that made the change: the sum of those rows is the
-exact count under the same snapshot rules as the table itself. `job_counts_compact()` folds
-them into one row per type and status. On other databases (SQLite, the embedded default) no
-triggers exist and the query counts rows as before.
+"""Exact job counts per type and status without reading the job table (PostgreSQL): the
+triggers of migration 0004 add a `JobCountDelta` row (type, status, ±n) per statement that
+changes jobs, in its transaction, so their sum is the exact count under the table's own
+snapshot rules (docs/history.md, "Performance"). Other databases count rows.
 """
 from collections.abc import Sequence
 from pathlib import Path

@@ -1,11 +1,7 @@
-"""What pull reads, and the one place that chooses where from (`pull_source`).
-
-The database source (`DATABASE`): the consumer's rules, the instances behind them and their
-reservations, as records (orchestration.pull.records), in a fixed number of queries (and at
-most one ServiceRegistry lookup) whatever the number of rules and interfaces. The other source
-is the process's snapshot (orchestration.snapshot.state), which answers the same reads from
-memory. Both are `PullSource`s, so pull's algorithm (orchestration.pull.services) and its tests
-run the same on either (docs/testing.md, "Pull on both sources")."""
+"""What pull reads, and the one place that chooses where from (`pull_source`): the database
+(`DATABASE`, in a fixed number of queries and at most one ServiceRegistry lookup whatever the
+number of rules and interfaces) or the process's snapshot (orchestration.snapshot.state),
+both `PullSource`s, so pull and its tests run the same on either (docs/testing.md)."""
 import datetime as dt
 from collections.abc import Callable, Iterable
 from types import SimpleNamespace

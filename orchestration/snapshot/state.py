@@ -12,19 +12,13 @@ applies up to MAX_APPLIED_CHANGES at once. More than that, a TRUNCATE, or a posi
 to trust (the feed is pruned) drop the snapshot until it is loaded again in the background;
 pulls query the database meanwhile.
 
-Pull reads the database directly instead:
-- inside a transaction (subscription previews, tests), where the snapshot cannot see what the
-  transaction itself wrote;
-- while the snapshot is loading (at start and after a reload was needed);
-- with PULL_SNAPSHOT=false, or more than PULL_SNAPSHOT_MAX_RULES rules (memory: about
-  150 bytes a rule).
-
 A background thread per process loads the snapshot at start and reads the feed every
 REFRESH_SECONDS, so that an idle process keeps its position and does not fall behind.
 Applying changes and installing a load hold the snapshot's lock; reading the feed and
 answering do not (of two pulls that read the feed at once, the one whose read began later
-decides the position). A pull racing a commit may see part of that concurrent transaction (the rules but not yet
-the instance it created), never a state older than its arrival.
+decides the position). A pull racing a commit may see part of that concurrent transaction
+(the rules but not yet the instance it created), never a state older than its arrival. When
+pull reads the database instead: `snapshot_view`, docs/orchestration.md.
 """
 import contextlib
 import datetime as dt
@@ -344,8 +338,10 @@ def snapshot_in_transaction(allowed: bool = True):
 
 
 def snapshot_view() -> SnapshotView | None:
-    """The snapshot for a pull, or None when the pull must query the database (the rules
-    of the module docstring; orchestration.pull.selectors.pull_source is the one caller)."""
+    """The snapshot for a pull (orchestration.pull.selectors.pull_source is the one caller),
+    or None when the pull must query the database: inside a transaction, whose own writes the
+    snapshot cannot see (but see `snapshot_in_transaction`); with PULL_SNAPSHOT=false; while
+    it loads, or is dropped (too many rules or changes, too far behind)."""
     if not settings.PULL_SNAPSHOT or connection.vendor not in ("postgresql", "sqlite"):
         return None
     if connection.in_atomic_block:
