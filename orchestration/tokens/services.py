@@ -120,16 +120,6 @@ def tokens_issue(grants: Sequence[TokenGrant], *, now: datetime | None = None) -
     return [issued[grant][0] for grant in grants]
 
 
-def _use_once(record: AuthorizationToken) -> bool:
-    """Take one use of a usage-limited token. The decrement is one conditional UPDATE, so
-    concurrent verifications serialize on the row and never use it more than its limit."""
-    used = (AuthorizationToken.objects.filter(pk=record.pk, usage_left__gt=0)
-            .update(usage_left=F("usage_left") - 1))
-    if used:
-        record.refresh_from_db(fields=["usage_left"])
-    return bool(used)
-
-
 def token_verify(*, raw: str, provider: str, now: datetime | None = None) -> TokenVerification:
     """Whether `provider` may accept this token now (SPEC §5 item 9); a usage-limited token
     loses one use per successful verification.
@@ -140,8 +130,13 @@ def token_verify(*, raw: str, provider: str, now: datetime | None = None) -> Tok
                                                expires_at__gt=now or timezone.now()).first()
     if record is None:
         return NOT_VERIFIED
-    if record.token_type == TokenType.USAGE_LIMITED_TOKEN and not _use_once(record):
-        return NOT_VERIFIED
+    if record.token_type == TokenType.USAGE_LIMITED_TOKEN:
+        # One use taken by one conditional UPDATE: concurrent verifications serialize on the
+        # row and never use a token more than its limit.
+        if not (AuthorizationToken.objects.filter(pk=record.pk, usage_left__gt=0)
+                .update(usage_left=F("usage_left") - 1)):
+            return NOT_VERIFIED
+        record.refresh_from_db(fields=["usage_left"])
     return TokenVerification(verified=True, token=record)
 
 
