@@ -1,13 +1,10 @@
 """Strict DRF fields: JSON values of the wrong type are 400s, never coerced (SPEC §1: `"2"`,
 `true` or `1.5` is not a priority; `5` is not a name).
 
-Bounded fields: every list, object and string of a request body has a size limit taken from
-the settings `MAX_LIST_LENGTH`, `MAX_STRING_LENGTH`, `MAX_JSON_DEPTH` (or a more specific one),
-checked before the elements are looked at, so that the work one request causes is bounded
-(docs/limits.md). Limits are read when checked, so that a changed setting applies at once; the
-SchemaLimit each field carries only puts the limit into the OpenAPI schema
-(maxLength / maxItems / maxProperties, by the schema's type), also where `documented()` gives
-the field a schema of its own.
+Bounded fields: every list, object and string of a request body has a size limit named by a
+setting (docs/limits.md), read when checked (a changed setting applies at once) and checked
+before the elements are looked at. The SchemaLimit each field carries only puts the limit into
+the OpenAPI schema (maxLength / maxItems / maxProperties, by the schema's type).
 """
 from collections.abc import Callable, Sequence
 from typing import Any

@@ -1,14 +1,10 @@
 """Pull (SPEC §5): the consumer's rules, filtered and enriched with the catalog, ordered,
-reserved, with tokens; recorded as an orchestration job.
-
-Steps in the order the code runs them (numbers are SPEC §5's): warnings for the flags that
-are not supported, translation and intercloud (10, part); then for each of the consumer's
-rules (1): dropped if another consumer reserved the instance (7, part), versions (3), catalog
-join: unknown instances kept with what their id tells, expired ones dropped (2), alive time
-and metadata (3), interfaces (4); blacklisted providers (BLACKLIST_FILTER; before anything
-is reserved or issued for them); preferred providers (5); QoS (6); exclusivity and
-matchmaking (7, 8); tokens (9); last, the Java warnings naming the conditions not evaluated
-for unknown instances (2) and the ignored flags (10).
+reserved, with tokens; recorded as an orchestration job. The steps in the order the code runs
+them (SPEC §5's numbers; docs/orchestration.md, "How results are computed"): warnings for
+unsupported flags (10); per rule (1), other consumers' reservations (7), versions (3), the
+catalog join (2), alive time and metadata (3), interfaces (4); blacklisted providers (before
+anything is reserved or issued for them); preferred providers (5); QoS (6); exclusivity and
+matchmaking (7, 8); tokens (9); last, the Java warnings (2, 10).
 """
 import datetime as dt
 import logging
