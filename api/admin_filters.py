@@ -3,12 +3,12 @@ table at a million rules; an exact, normalized name uses the indexes."""
 from collections.abc import Callable
 
 from django.contrib import admin
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 
 class NameInputFilter(admin.SimpleListFilter):
     template = "admin/store/input_filter.html"
-    field: str
+    fields: tuple[str, ...]  # the name is looked for in any of them
     normalize: Callable[[str], str | None]
 
     def lookups(self, request, model_admin):
@@ -18,7 +18,10 @@ class NameInputFilter(admin.SimpleListFilter):
         value = self.value()
         if not value:
             return queryset
-        return queryset.filter(**{self.field: type(self).normalize(value) or value})
+        name, matches = type(self).normalize(value) or value, Q()
+        for field in self.fields:
+            matches |= Q(**{field: name})
+        return queryset.filter(matches)
 
     def choices(self, changelist):
         # The other filters, the search and the ordering survive a new value typed here.
@@ -29,8 +32,10 @@ class NameInputFilter(admin.SimpleListFilter):
         }
 
 
-def name_filter(field: str, normalize: Callable[[str], str | None]) -> type[NameInputFilter]:
-    """The NameInputFilter of one column, titled by it, for names `normalize` normalizes."""
-    return type(f"{field}_filter", (NameInputFilter,), {
-        "title": field.replace("_", " "), "parameter_name": field, "field": field,
-        "normalize": staticmethod(normalize)})
+def name_filter(parameter: str, normalize: Callable[[str], str | None],
+                *fields: str) -> type[NameInputFilter]:
+    """The NameInputFilter titled `parameter`, for names `normalize` normalizes, looked for in
+    `fields` (by default the column `parameter`)."""
+    return type(f"{parameter}_filter", (NameInputFilter,), {
+        "title": parameter.replace("_", " "), "parameter_name": parameter,
+        "fields": fields or (parameter,), "normalize": staticmethod(normalize)})

@@ -85,7 +85,9 @@ def exception_handler(exc: Exception, context: Mapping[str, Any]) -> Response:
         message = first_validation_message(exc.detail)
     elif isinstance(exc, drf.APIException):
         status, message = exc.status_code, str(exc.detail)
-        exception_type = _drf_exception_type(exc)
+        exception_type = next((kind for cls, kind in _DRF_TYPES if isinstance(exc, cls)),
+                              InternalServerError.exception_type if status >= 500
+                              else InvalidParameter.exception_type)
     elif isinstance(exc, Http404):
         status, exception_type, message = 404, DataNotFound.exception_type, "Not found"
     elif isinstance(exc, DjangoPermissionDenied):
@@ -96,52 +98,28 @@ def exception_handler(exc: Exception, context: Mapping[str, Any]) -> Response:
     elif isinstance(exc, UnreadablePostError):  # the client went away mid-body
         status, exception_type = 400, InvalidParameter.exception_type
         message = "Request body could not be read"
-    elif database_unavailable(exc):
-        log_database_unavailable(request, exc)
-        status, exception_type = 503, ExternalServerError.exception_type
-        message = database_unavailable_message()
     else:
-        log_unhandled(request, exc)
-        status, exception_type = 500, InternalServerError.exception_type
-        message = internal_error_message()
+        status, exception_type, message = _unexpected(request, exc)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     body = envelope(message, status, exception_type, origin_of(request))
     return Response(body, status=status, headers=headers)
 
 
-def _drf_exception_type(exc: drf.APIException) -> str:
-    for cls, exception_type in _DRF_TYPES:
-        if isinstance(exc, cls):
-            return exception_type
-    if exc.status_code >= 500:
-        return InternalServerError.exception_type
-    return InvalidParameter.exception_type
-
-
-def log_unhandled(request: HttpRequest, exc_info: BaseException | bool) -> None:
-    logger.error("Unhandled exception on %s (request id %s)", origin_of(request),
-                 current_request_id(), exc_info=exc_info)
-
-
-def database_unavailable(exc: BaseException) -> bool:
-    """Whether `exc` means the database could not be reached or lost the connection (server
-    down or restarting, connect timeout, a pooled connection it closed), as opposed to a
-    conflict with a concurrent transaction (`database.transaction_retry`, 423) or a bug."""
-    return isinstance(exc, (OperationalError, InterfaceError)) and not is_conflict(exc)
-
-
-def log_database_unavailable(request: HttpRequest, exc: BaseException) -> None:
-    logger.warning("Database unavailable on %s (request id %s): %s", origin_of(request),
-                   current_request_id(), " ".join(str(exc).split()))
-
-
-def database_unavailable_message() -> str:
-    return ("The database is unavailable; the request was not applied, please retry "
-            f"(request id {current_request_id()})")
-
-
-def internal_error_message() -> str:
-    return f"Internal server error (request id {current_request_id()})"
+def _unexpected(request: HttpRequest, exc: BaseException | None) -> tuple[int, str, str]:
+    """A failure of ours, logged: the database unreachable or its connection lost (server down
+    or restarting, connect timeout, a pooled connection it closed), as opposed to a conflict
+    with a concurrent transaction (`database.transaction_retry`, 423), is a 503; anything else
+    a 500."""
+    request_id = current_request_id()
+    if isinstance(exc, (OperationalError, InterfaceError)) and not is_conflict(exc):
+        logger.warning("Database unavailable on %s (request id %s): %s", origin_of(request),
+                       request_id, " ".join(str(exc).split()))
+        return (503, ExternalServerError.exception_type, "The database is unavailable; the "
+                f"request was not applied, please retry (request id {request_id})")
+    logger.error("Unhandled exception on %s (request id %s)", origin_of(request), request_id,
+                 exc_info=exc or True)
+    return (500, InternalServerError.exception_type,
+            f"Internal server error (request id {request_id})")
 
 
 def first_validation_message(detail: Any, path: str = "") -> str:
@@ -169,14 +147,8 @@ def first_validation_message(detail: Any, path: str = "") -> str:
 
 
 def server_error(request: HttpRequest) -> JsonResponse:
-    exc = sys.exception()  # Django calls handler500 while handling the exception
-    if exc is not None and database_unavailable(exc):
-        log_database_unavailable(request, exc)
-        return error_response(request, 503, ExternalServerError.exception_type,
-                              database_unavailable_message())
-    log_unhandled(request, True)
-    return error_response(request, 500, InternalServerError.exception_type,
-                          internal_error_message())
+    # Django calls handler500 while handling the exception.
+    return error_response(request, *_unexpected(request, sys.exception()))
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> JsonResponse:

@@ -1,13 +1,10 @@
 """Strict DRF fields: JSON values of the wrong type are 400s, never coerced (SPEC §1: `"2"`,
 `true` or `1.5` is not a priority; `5` is not a name).
 
-Bounded fields: every list, object and string of a request body has a size limit taken from
-the settings `MAX_LIST_LENGTH`, `MAX_STRING_LENGTH`, `MAX_JSON_DEPTH` (or a more specific one),
-checked before the elements are looked at, so that the work one request causes is bounded
-(docs/limits.md). Limits are read when checked, so that a changed setting applies at once; the
-SchemaLimit each field carries only puts the limit into the OpenAPI schema
-(maxLength / maxItems / maxProperties, by the schema's type), also where `documented()` gives
-the field a schema of its own.
+Bounded fields: every list, object and string of a request body has a size limit named by a
+setting (docs/limits.md), read when checked (a changed setting applies at once) and checked
+before the elements are looked at. The SchemaLimit each field carries only puts the limit into
+the OpenAPI schema (maxLength / maxItems / maxProperties, by the schema's type).
 """
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -287,15 +284,17 @@ _PAGE_AND_SIZE_TOGETHER = [
 ]
 
 
-def pagination_schema(*, sort_fields: Sequence[str], default_sort_field: str,
-                      default_direction: str) -> dict[str, Any]:
-    """The paging object as `conventions.pagination.parse_pagination` accepts it for an
-    endpoint: null members are absent; `direction` and `sortField` are trimmed and a blank one is
-    absent (the reference's PageService); `direction` in any case; sort fields case-sensitive.
-    Texts are bounded like every string of a request (MAX_STRING_LENGTH); the number of members
-    comes from PaginationField's own limit."""
+def pagination_field(*, sort_fields: Sequence[str], default_sort_field: str,
+                     default_direction: str = "ASC") -> BoundedJSONField:
+    """The optional paging object of one query endpoint, passed on raw (within the request
+    limits) to `conventions.pagination.parse_pagination`, which answers with the reference's
+    messages. Its schema says what that accepts: null members are absent; `direction` and
+    `sortField` are trimmed and a blank one is absent (the reference's PageService);
+    `direction` in any case; this endpoint's sort fields, case-sensitive. Texts are bounded
+    like every string of a request (MAX_STRING_LENGTH), the number of members by the field's
+    own limit."""
     max_chars = settings.MAX_STRING_LENGTH
-    return {
+    schema = {
         "type": "object",
         "nullable": True,
         "anyOf": _PAGE_AND_SIZE_TOGETHER,
@@ -319,17 +318,4 @@ def pagination_schema(*, sort_fields: Sequence[str], default_sort_field: str,
                           "other value is a 400 listing these."},
         },
     }
-
-
-class PaginationField(BoundedJSONField):
-    """Passes the raw paging object, within the request limits, on to `parse_pagination`, which
-    answers with the reference's messages."""
-
-
-def pagination_field(*, sort_fields: Sequence[str], default_sort_field: str,
-                     default_direction: str = "ASC") -> PaginationField:
-    """The optional paging object of one query endpoint, documented with that endpoint's sort
-    fields."""
-    schema = pagination_schema(sort_fields=sort_fields, default_sort_field=default_sort_field,
-                               default_direction=default_direction)
-    return documented(PaginationField, schema)(required=False, allow_null=True)
+    return documented(BoundedJSONField, schema)(required=False, allow_null=True)

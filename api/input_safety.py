@@ -1,13 +1,8 @@
-"""What no request may carry into the service, wherever it appears (docs/errors.md):
-
-- NUL (U+0000): PostgreSQL text and JSONB cannot store it;
-- unpaired surrogates (U+D800 to U+DFFF, reachable only as JSON `\\ud800` escapes): not
-  characters, so neither the database nor a UTF-8 response can hold them;
-- non-finite numbers (`1e999` parses as infinity): JSONB and strict JSON cannot hold them.
-
-The JSON parser checks every parsed body with `json_problem`, the request guard middleware
-checks the URL and headers with `text_problem`; they are the only two places, so no field
-needs its own check.
+"""What no request may carry into the service, wherever it appears (docs/errors.md, "Input no
+request may carry"): NUL (PostgreSQL cannot store it), unpaired surrogates (neither the
+database nor UTF-8 can hold them) and non-finite numbers (nor JSONB). The JSON parser checks
+every parsed body with `json_problem`, the request guard the URL and headers with
+`text_problem`: the only two places, so no field needs its own check.
 """
 import json
 import math

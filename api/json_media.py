@@ -1,14 +1,9 @@
 """JSON in and JSON out: the only request parser and the only response renderer, DRF's JSON
-ones made unable to fail where the service must answer.
-
-The parser answers nesting too deep for Python's decoder as a parse error (400) instead of an
-unhandled RecursionError (500), and checks every parsed body for what the service cannot
-store or echo (api.input_safety), so that no field needs its own check.
-
-The renderer cannot fail on text it cannot encode. Unpaired surrogates are the only
-characters of a Python str that UTF-8 cannot hold; the parser refuses them in requests, and
-should one still reach a response (a message echoing input, data from elsewhere) it is
-replaced by U+FFFD instead of turning the answer into a 500."""
+ones made unable to fail where the service must answer (docs/errors.md). The parser answers
+nesting too deep for Python's decoder as a 400 (not a RecursionError, 500) and checks every
+body (api.input_safety); the renderer replaces what UTF-8 cannot encode (unpaired
+surrogates, from a message echoing input or data from elsewhere) by U+FFFD instead of
+failing with a 500."""
 from typing import Any
 
 from rest_framework import parsers, renderers

@@ -112,10 +112,8 @@ PULL = operation("serviceOrchestration", "pull")
 def served_operation(view: object, method: str) -> ServiceOperation | None:
     """The operation `view` serves for `method` (issue 13 item 4): its `service_operation`, one
     `operation(...)` or a mapping of HTTP method to one where a path serves several operations
-    (e.g. `DELETE .../simple-store/query` removes). The management check, the
-    ConsumerAuthorization question, the Django permission and the choice between 503 and 401
-    for an unverifiable identity read it here. None for a view that declares none (echo, the
-    token verification, unknown paths)."""
+    (e.g. `DELETE .../simple-store/query` removes); None for a view that declares none (echo,
+    the token verification, unknown paths)."""
     declared = getattr(view, "service_operation", None)
     if isinstance(declared, Mapping):
         declared = declared.get(method.upper())

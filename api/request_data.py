@@ -11,9 +11,15 @@ from rest_framework.request import Request
 from conventions.exceptions import InvalidParameter
 
 
-def validated(serializer_class, data) -> dict:
-    """Shape and types of a JSON body; no body (or `null`) is an empty object."""
-    serializer = serializer_class(data={} if data is None else data)
+def validated(serializer_class: type[serializers.Serializer], data: Any,
+              check: Callable[[Any], dict | None] | None = None) -> dict:
+    """Shape and types of a JSON body; no body (or `null`) is an empty object. `check`, a check
+    compiled from the serializer (api.shapes), gives its validated_data for a body it accepts;
+    for any other, the serializer decides, with its messages."""
+    data = {} if data is None else data
+    if check is not None and (checked := check(data)) is not None:
+        return checked
+    serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
 
@@ -27,17 +33,3 @@ def query_list(request: Request, name: str) -> list[str]:
         raise InvalidParameter(f"{name}: Ensure this parameter has no more than "
                                f"{settings.MAX_BULK_SIZE} values.")
     return values
-
-
-def validated_body(data: Any, *, check: Callable[[Any], dict | None],
-                   serializer: type[serializers.Serializer]) -> dict:
-    """The validated body (an absent body is an empty one): `check(data)` when it accepts
-    it (a precompiled check that gives exactly the serializer's validated_data, or None), else
-    the serializer's validated_data, or its 400."""
-    data = {} if data is None else data
-    checked = check(data)
-    if checked is None:
-        validation = serializer(data=data)
-        validation.is_valid(raise_exception=True)
-        checked = validation.validated_data
-    return checked

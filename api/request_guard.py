@@ -1,13 +1,9 @@
-"""The first look at every request, before anything reads its body or its parameters reach
-a view, the admin or the database (docs/errors.md):
-
-- a body larger than MAX_REQUEST_BODY_BYTES is answered 413 without being read, by its
-  Content-Length (nginx in front refuses it first, and reads chunked bodies itself: gunicorn
-  receives every body with a Content-Length); a malformed Content-Length is answered 400;
-- more than SERVER_LIMIT_REQUEST_FIELDS header fields are answered 431 (nginx bounds their
-  size, not their number);
-- NUL characters in the path, a query parameter or a header value are answered 400 naming
-  where (api.input_safety; the JSON parser checks bodies).
+"""The first look at every request, before anything reads its body or its parameters reach a
+view, the admin or the database (docs/errors.md): a body declared larger than
+MAX_REQUEST_BODY_BYTES (413, unread; nginx in front gives gunicorn every body with a
+Content-Length) or a malformed Content-Length (400); more than SERVER_LIMIT_REQUEST_FIELDS
+header fields (431: nginx bounds their size, not their number); NUL in the path, a query
+parameter or a header value (400 naming where; the JSON parser checks bodies).
 """
 import re
 from collections.abc import Callable

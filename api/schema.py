@@ -90,22 +90,6 @@ BLANK_REFUSED = "x-blank-refused"
 _BLANK = {"type": "string", "maxLength": 0}
 
 
-def _without_blank_alternative(node):
-    """`node` with drf-spectacular's blank alternative removed where the string schema is
-    marked BLANK_REFUSED: for a field that allows blanks and has a pattern it writes
-    `oneOf: [<schema>, {"type": "string", "maxLength": 0}]`, which would make `""` valid."""
-    if isinstance(node, list):
-        return [_without_blank_alternative(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    alternatives = node.get("oneOf")
-    if (isinstance(alternatives, list) and len(alternatives) == 2 and alternatives[1] == _BLANK
-            and isinstance(alternatives[0], dict) and alternatives[0].get(BLANK_REFUSED)):
-        node = {**alternatives[0], **{k: v for k, v in node.items() if k != "oneOf"}}
-    return {key: _without_blank_alternative(value) for key, value in node.items()
-            if key != BLANK_REFUSED}
-
-
 # Marks a field schema built when the schema is generated, from the configuration in force
 # then (a field refused under the current settings); `postprocess_bodies` builds it.
 RUNTIME_SCHEMA = "x-runtime-schema"
@@ -121,13 +105,20 @@ def runtime_schema(name: str, build: Callable[[], dict]) -> dict[str, str]:
     return {RUNTIME_SCHEMA: name}
 
 
-def _built(node):
-    """`node` with every RUNTIME_SCHEMA marker replaced by the schema built now."""
+def _rewritten(node):
+    """`node` with drf-spectacular's blank alternative removed where the string schema is
+    marked BLANK_REFUSED (for a field that allows blanks and has a pattern it writes
+    `oneOf: [<schema>, {"type": "string", "maxLength": 0}]`, which would make `""` valid), and
+    every RUNTIME_SCHEMA marker replaced by the schema built now."""
     if isinstance(node, list):
-        return [_built(item) for item in node]
+        return [_rewritten(item) for item in node]
     if not isinstance(node, dict):
         return node
-    node = {key: _built(value) for key, value in node.items()}
+    alternatives = node.get("oneOf")
+    if (isinstance(alternatives, list) and len(alternatives) == 2 and alternatives[1] == _BLANK
+            and isinstance(alternatives[0], dict) and alternatives[0].get(BLANK_REFUSED)):
+        node = {**alternatives[0], **{k: v for k, v in node.items() if k != "oneOf"}}
+    node = {key: _rewritten(value) for key, value in node.items() if key != BLANK_REFUSED}
     name = node.pop(RUNTIME_SCHEMA, None)
     return node if name is None else {**_RUNTIME_SCHEMAS[name](), **node}
 
@@ -145,7 +136,7 @@ def postprocess_bodies(result: dict, generator, request, public) -> dict:
     hence the `allOf` wrapper); one marked with `body_required()` is required. Request
     components marked with `required_not_null()` get their required fields; strings marked
     BLANK_REFUSED lose the blank alternative; RUNTIME_SCHEMA markers are built."""
-    result = _built(_without_blank_alternative(result))
+    result = _rewritten(result)
     for schema in result.get("components", {}).get("schemas", {}).values():
         _require(schema)
     for operations in result.get("paths", {}).values():

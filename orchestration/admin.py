@@ -1,12 +1,10 @@
 from django.contrib import admin
-from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
 from api.admin_display import short_time, truncated
-from api.admin_filters import NameInputFilter, name_filter
+from api.admin_filters import name_filter
 from conventions import names
 from orchestration.models import AuthorizationToken, OrchestrationJob, OrchestrationLock
-from orchestration.pull.reservations import locks_delete
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -19,21 +17,6 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
-class SystemFilter(NameInputFilter):
-    """Jobs a system requested or was the target of (an exact, normalized name: served by
-    the requester and target indexes)."""
-
-    title, parameter_name = "system", "system"
-    normalize = staticmethod(names.normalize_system_name)
-
-    def queryset(self, request, queryset: QuerySet) -> QuerySet:
-        value = self.value()
-        if not value:
-            return queryset
-        name = type(self).normalize(value) or value
-        return queryset.filter(Q(requester=name) | Q(target=name))
-
-
 @admin.register(OrchestrationJob)
 class OrchestrationJobAdmin(ReadOnlyAdmin):
     """The history, newest first (docs/history.md). The list fits 1400 px; the subscription
@@ -41,7 +24,9 @@ class OrchestrationJobAdmin(ReadOnlyAdmin):
 
     list_display = ("created", "type", "status", "systems", "service", "results",
                     "message_short")
-    list_filter = ("status", "type", SystemFilter,
+    # `system`: jobs a system requested or was the target of.
+    list_filter = ("status", "type",
+                   name_filter("system", names.normalize_system_name, "requester", "target"),
                    name_filter("requester", names.normalize_system_name),
                    name_filter("target", names.normalize_system_name))
     search_fields = ("requester", "target", "service_definition", "subscription_id")
@@ -75,18 +60,10 @@ class OrchestrationJobAdmin(ReadOnlyAdmin):
 
 @admin.register(OrchestrationLock)
 class OrchestrationLockAdmin(ReadOnlyAdmin):
-    """Deleting a lock ends the reservation at once, through `locks_delete` so that
-    subscriptions whose result may change are evaluated again."""
+    """Deleting a lock ends the reservation at once (the feed's triggers record it)."""
 
     list_display = ("service_instance_id", "owner", "expires_at", "created_at")
     search_fields = ("service_instance_id", "owner")
-
-    def delete_model(self, request: HttpRequest, obj: OrchestrationLock) -> None:
-        locks_delete(OrchestrationLock.objects.filter(pk=obj.pk))
-
-    def delete_queryset(self, request: HttpRequest,
-                        queryset: QuerySet[OrchestrationLock]) -> None:
-        locks_delete(queryset)
 
 
 @admin.register(AuthorizationToken)

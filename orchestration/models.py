@@ -55,13 +55,9 @@ class OrchestrationJob(models.Model):
 
 
 class JobCountDelta(models.Model):
-    """How many jobs there are per type and status, as rows to add up (PostgreSQL only).
-
-    Database triggers on the job table insert one row per statement that inserts, updates,
-    deletes or truncates jobs (the change per type and status), so the history query counts a
-    million jobs by adding a few rows instead of reading an index of a million entries. Every
-    writer pays one small INSERT and nobody waits for a shared counter row; a periodic task
-    folds the rows into one per type and status (orchestration/history/job_counts.py)."""
+    """How many jobs there are per type and status, as rows to add up (PostgreSQL only),
+    written by triggers on the job table: every writer pays one small INSERT and nobody waits
+    for a shared counter row (orchestration/history/job_counts.py)."""
 
     type = models.CharField(max_length=8)
     status = models.CharField(max_length=16)
@@ -122,13 +118,9 @@ class AuthorizationToken(models.Model):
 class SnapshotChange(models.Model):
     """A change of what pull reads (rules of `consumer`, or instance `service_instance_id`: its
     catalog entry, interfaces or reservation; neither: everything), written by database
-    triggers in the changing transaction (orchestration/snapshot/changes.py), so that no write
-    path can forget it. Each web process reads the changes committed since it last looked and
-    refreshes its in-memory snapshot of them before a pull is answered from it
-    (orchestration/snapshot/state.py); the subscriptions read them from their stored cursor
-    (subscriptions.FeedCursor). `xid` is the writing transaction (PostgreSQL; SQLite, which
-    commits one writer at a time, is read in `id` order). A periodic task stamps `seen_at` and
-    deletes the rows seen long ago."""
+    triggers in the changing transaction, so that no write path can forget it; read by the
+    pull snapshots and the subscriptions (orchestration/snapshot/changes.py). `xid` is the
+    writing transaction (PostgreSQL)."""
 
     id = models.BigAutoField(primary_key=True)
     xid = models.BigIntegerField(null=True, blank=True)

@@ -7,7 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.operations import operation
-from api.request_data import validated_body
+from api.request_data import validated
 from api.schema import body_required, error_responses
 from conventions.exceptions import InvalidParameter
 from conventions.uuids import parse_uuid
@@ -48,8 +48,7 @@ class SubscribeApi(APIView):
         extensions=body_required())
     def post(self, request: Request) -> HttpResponse:
         trigger = _trigger(request)
-        body = validated_body(request.data, check=checked_subscribe_request,
-                              serializer=SubscribeSerializer)
+        body = validated(SubscribeSerializer, request.data, checked_subscribe_request)
         subscribe = parse_subscribe_request(body, requester=request.user.name)
         subscription_id, created = subscription_upsert(requester=request.user.name,
                                                        subscribe=subscribe, trigger=trigger)

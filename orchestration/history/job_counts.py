@@ -1,15 +1,10 @@
-"""Exact job counts per type and status without reading the job table (PostgreSQL).
-
-The history query's `count` is the number of all matching jobs. Over a million jobs an exact
-`COUNT(*)` reads an index of a million entries (50–75 ms here, docs/performance.md), even
-when the filter is only a status or a type. Statement-level triggers (installed by migration
-0004 on PostgreSQL) therefore record every change of the job table as rows of `JobCountDelta`
-(type, status, ±n), in the transaction that made the change: the sum of those rows is the
-exact count under the same snapshot rules as the table itself. `job_counts_compact()` folds
-them into one row per type and status. On other databases (SQLite, the embedded default) no
-triggers exist and the query counts rows as before.
+"""Exact job counts per type and status without reading the job table (PostgreSQL): the
+triggers of migration 0004 add a `JobCountDelta` row (type, status, ±n) per statement that
+changes jobs, in its transaction, so their sum is the exact count under the table's own
+snapshot rules (docs/history.md, "Performance"). Other databases count rows.
 """
 from collections.abc import Sequence
+from pathlib import Path
 
 from django.db import connection
 
@@ -18,59 +13,9 @@ from orchestration.models import JobCountDelta, OrchestrationJob
 JOBS = OrchestrationJob._meta.db_table
 DELTAS = JobCountDelta._meta.db_table
 
-# The functions and triggers; `{jobs}` and `{deltas}` are the two tables.
-INSTALL_SQL = """
-CREATE OR REPLACE FUNCTION orchestration_job_count_insert() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO {deltas} (type, status, n)
-    SELECT type, status, count(*) FROM new_rows GROUP BY type, status;
-    RETURN NULL;
-END $$;
-
-CREATE OR REPLACE FUNCTION orchestration_job_count_update() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO {deltas} (type, status, n)
-    SELECT type, status, sum(n) FROM (
-        SELECT type, status, 1 AS n FROM new_rows
-        UNION ALL
-        SELECT type, status, -1 AS n FROM old_rows
-    ) AS changes GROUP BY type, status HAVING sum(n) <> 0;
-    RETURN NULL;
-END $$;
-
-CREATE OR REPLACE FUNCTION orchestration_job_count_delete() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO {deltas} (type, status, n)
-    SELECT type, status, -count(*) FROM old_rows GROUP BY type, status;
-    RETURN NULL;
-END $$;
-
-CREATE OR REPLACE FUNCTION orchestration_job_count_truncate() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    DELETE FROM {deltas};
-    RETURN NULL;
-END $$;
-
-CREATE TRIGGER job_count_insert AFTER INSERT ON {jobs}
-    REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION orchestration_job_count_insert();
-CREATE TRIGGER job_count_update AFTER UPDATE ON {jobs}
-    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION orchestration_job_count_update();
-CREATE TRIGGER job_count_delete AFTER DELETE ON {jobs}
-    REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION orchestration_job_count_delete();
-CREATE TRIGGER job_count_truncate AFTER TRUNCATE ON {jobs}
-    FOR EACH STATEMENT EXECUTE FUNCTION orchestration_job_count_truncate();
-
--- The jobs already there (creating the triggers locked out writers until this commits).
-INSERT INTO {deltas} (type, status, n)
-SELECT type, status, count(*) FROM {jobs} GROUP BY type, status;
-"""
+# The functions and triggers (migration 0004 installs them).
+INSTALL_SQL = (Path(__file__).parents[1] / "migrations" / "sql"
+               / "0004_job_counts.postgresql.sql").read_text()
 
 UNINSTALL_SQL = """
 DROP TRIGGER IF EXISTS job_count_insert ON {jobs};

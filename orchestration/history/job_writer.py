@@ -1,23 +1,9 @@
-"""Pull jobs written behind the answer, in batches (issue 14, docs/history.md).
-
-Each pull is recorded as an orchestration job. Writing that row before answering cost a
-round trip and a commit per pull; instead the pull hands the finished job to this process's
-writer and answers at once. One thread per process inserts whatever has been handed over in
-one statement and then lets the next batch gather for LINGER_SECONDS (under load, tens of
-rows a statement), so a job is written within some 50 ms of its answer.
-
-What this changes, and what it does not:
-- A job appears in the history shortly after its pull was answered, not before.
-- A clean stop (gunicorn's graceful shutdown, SIGTERM) writes every handed-over job first
-  (`job_writer_flush`, called by the worker's exit hook, and at interpreter exit).
-- A crash of the process (SIGKILL, out of memory) loses the jobs not yet written: those of
-  the pulls answered in the last moments, at most MAX_PENDING.
-- While the database refuses the writes, jobs wait and are written once it is back; beyond
-  MAX_PENDING waiting jobs a pull writes its own job before answering (and fails as a pull
-  that cannot reach its database does).
-- Inside a transaction (a test, a caller that has one open) the job is written at once, in
-  that transaction, as before.
-"""
+"""Pull jobs written behind the answer, in batches: a pull hands its finished job to this
+process's writer thread and answers at once; the thread inserts what has gathered in one
+statement, then lets the next batch gather for LINGER_SECONDS. What this means for the
+history (a crash loses the last moments' jobs, at most MAX_PENDING; a graceful stop writes
+them all; inside a transaction a job is written at once) is in docs/history.md, "When a pull
+appears"."""
 import atexit
 import datetime as dt
 import logging
@@ -59,11 +45,7 @@ class PullJob:
         return self.requester
 
     def model(self) -> OrchestrationJob:
-        return OrchestrationJob(
-            type=OrchestrationJob.Type.PULL, status=self.status, requester=self.requester,
-            target=self.requester, service_definition=self.service_definition,
-            result_count=self.result_count, message=self.message, created_at=self.started_at,
-            started_at=self.started_at, finished_at=self.finished_at)
+        return OrchestrationJob(**dict(zip(_COLUMNS, self.row(), strict=True)))
 
     def row(self) -> tuple:
         """The values of _COLUMNS."""

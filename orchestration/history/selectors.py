@@ -112,11 +112,10 @@ def _count(jobs: QuerySet[OrchestrationJob], filters: JobFilters) -> int:
 
 
 def job_list(*, filters: JobFilters, page: PageRequest) -> tuple[list[dict], int]:
-    """One page of matching jobs in their wire shape (orchestration.history.job_rows) and the total
-    number of matches. The count is left out when the page itself shows the total: a short
-    page, or an empty first one. The pull jobs this process answered but has not written
-    yet are written first (orchestration.history.job_writer), so that a pull is in the history of the
-    process that answered it as soon as it answered."""
+    """One page of matching jobs in their wire shape (job_rows) and the total number of
+    matches, not counted when the page itself shows it (a short page, or an empty first one).
+    This process's unwritten pull jobs are written first (job_writer), so that a pull is in
+    the history of the process that answered it as soon as it answered."""
     job_writer_flush(timeout=FLUSH_WAIT_SECONDS)
     jobs = _filtered(filters)
     ordered = order(jobs, page, columns=SORT_COLUMNS, tie_breaker="id")

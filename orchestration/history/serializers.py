@@ -11,9 +11,7 @@ from api.fields import (
 from api.name_fields import any_case_pattern
 from api.schema import BLANK_REFUSED
 from orchestration.history.job_serializers import OrchestrationJobSerializer
-from orchestration.history.selectors import (
-    SORTING,
-)
+from orchestration.history.selectors import SORTING
 from orchestration.models import OrchestrationJob
 
 JobTypeField = documented(StrictCharField, {

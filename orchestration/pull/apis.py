@@ -5,7 +5,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.operations import operation
-from api.request_data import validated_body
+from api.request_data import validated
 from api.schema import error_responses, null_body_is_absent
 from observability.metrics import pull_answered, pull_refused
 from orchestration import openapi_examples as examples
@@ -24,15 +24,16 @@ def request_from_body(data) -> OrchestrationRequest:
     """Type-check and parse an orchestration request body (absent body = empty request): the
     usual well-typed body by the check compiled from the serializer, anything else by the
     serializer, which answers with its messages."""
-    return parse_orchestration_request(validated_body(
-        data, check=checked_orchestration_request, serializer=OrchestrationRequestSerializer))
+    return parse_orchestration_request(validated(
+        OrchestrationRequestSerializer, data, checked_orchestration_request))
 
 
 class OrchestrationPullApi(APIView):
     service_operation = operation("serviceOrchestration", "pull")
 
     @extend_schema(operation_id="pull", tags=["Orchestration"],
-                   request=OrchestrationRequestSerializer, examples=[examples.PULL, examples.JAVA_CLIENT],
+                   request=OrchestrationRequestSerializer,
+                   examples=[examples.PULL, examples.JAVA_CLIENT],
                    description="Orchestration by the simple store: the providers of the "
                    "requester's rules whose instances meet the service requirement, best "
                    "priority first. Flags, exclusivity and QoS are described with their fields; "

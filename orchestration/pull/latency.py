@@ -11,7 +11,6 @@ import socket
 import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 from django.conf import settings
 from django.db.models import Min, Q
@@ -25,16 +24,8 @@ BATCH_SIZE = 500
 # QOS_PROBE_TIMEOUT_SECONDS on each one.
 MAX_WORKERS = 16
 
-Target = tuple[str, int]
-
-
-@dataclass(frozen=True)
-class _Probe:
-    """One interface to measure: where it says it can be reached."""
-
-    interface_id: int
-    addresses: tuple[str, ...]
-    port: int
+# One interface to measure: its primary key, the addresses it gives and its port.
+Probe = tuple[int, tuple[str, ...], int]
 
 
 def measure_connect_ms(address: str, port: int, *, timeout: float) -> float | None:
@@ -53,9 +44,9 @@ def measure_connect_ms(address: str, port: int, *, timeout: float) -> float | No
     return elapsed * 1000.0
 
 
-def _probe_of(interface_id: int, properties: object) -> _Probe | None:
-    """The probe for an interface, or None when its properties name no address and port
-    (custom templates carry free-form properties)."""
+def _probe_of(interface_id: int, properties: object) -> Probe | None:
+    """None when the properties name no address and port (custom templates carry free-form
+    properties)."""
     if not isinstance(properties, dict):
         return None
     addresses = properties.get("accessAddresses")
@@ -63,21 +54,16 @@ def _probe_of(interface_id: int, properties: object) -> _Probe | None:
     if not isinstance(addresses, list) or isinstance(port, bool) or not isinstance(port, int):
         return None
     usable = tuple(dict.fromkeys(a for a in addresses if isinstance(a, str) and a))
-    if not usable:
-        return None
-    return _Probe(interface_id, usable, port)
+    return (interface_id, usable, port) if usable else None
 
 
-def _alive_interfaces(now: dt.datetime) -> Q:
-    return Q(instance__expires_at__isnull=True) | Q(instance__expires_at__gt=now)
-
-
-def _probe_batches(now: dt.datetime) -> Iterator[list[_Probe]]:
+def _probe_batches(now: dt.datetime) -> Iterator[list[Probe]]:
     """Probes of live interfaces, a batch at a time, paged by primary key so no database
     cursor stays open while the network is being waited on."""
+    alive = Q(instance__expires_at__isnull=True) | Q(instance__expires_at__gt=now)
     last_id = 0
     while True:
-        rows = list(ServiceInterface.objects.filter(_alive_interfaces(now), pk__gt=last_id)
+        rows = list(ServiceInterface.objects.filter(alive, pk__gt=last_id)
                     .order_by("pk").values_list("pk", "properties")[:BATCH_SIZE])
         if not rows:
             return
@@ -87,26 +73,18 @@ def _probe_batches(now: dt.datetime) -> Iterator[list[_Probe]]:
             yield probes
 
 
-def _measure_targets(targets: Iterable[Target], pool: ThreadPoolExecutor,
-                     timeout: float) -> dict[Target, float | None]:
-    """Connect time per distinct (address, port): interfaces sharing one are measured once."""
-    distinct = list(dict.fromkeys(targets))
-    times = pool.map(lambda target: measure_connect_ms(*target, timeout=timeout), distinct)
-    return dict(zip(distinct, times))
-
-
-def _best(probe: _Probe, times: dict[Target, float | None]) -> float | None:
-    answered = [ms for address in probe.addresses
-                if (ms := times[(address, probe.port)]) is not None]
-    return min(answered, default=None)
-
-
-def _store(probes: list[_Probe], times: dict[Target, float | None],
-           now: dt.datetime) -> None:
-    """Write the batch in one statement. An unreachable interface gets None with a fresh
-    timestamp, so it is dropped by QoS instead of being offered on an older value."""
-    rows = [ServiceInterface(pk=probe.interface_id, latency_ms=_best(probe, times),
-                             latency_measured_at=now) for probe in probes]
+def _measure(probes: list[Probe], pool: ThreadPoolExecutor, timeout: float,
+             now: dt.datetime) -> None:
+    """Each distinct (address, port) connected to once, and the batch written in one
+    statement. An unreachable interface gets None with a fresh timestamp, so it is dropped by
+    QoS instead of being offered on an older value."""
+    targets = list(dict.fromkeys((address, port) for _, addresses, port in probes
+                                 for address in addresses))
+    times = dict(zip(targets, pool.map(
+        lambda target: measure_connect_ms(*target, timeout=timeout), targets), strict=True))
+    rows = [ServiceInterface(pk=pk, latency_measured_at=now, latency_ms=min(
+        (ms for address in addresses if (ms := times[(address, port)]) is not None),
+        default=None)) for pk, addresses, port in probes]
     ServiceInterface.objects.bulk_update(rows, ["latency_ms", "latency_measured_at"])
 
 
@@ -122,8 +100,7 @@ def interfaces_measure(*, now: dt.datetime | None = None) -> int:
     with ThreadPoolExecutor(max_workers=MAX_WORKERS,
                             thread_name_prefix="latency-probe") as pool:
         for probes in _probe_batches(now):
-            targets = ((address, probe.port) for probe in probes for address in probe.addresses)
-            _store(probes, _measure_targets(targets, pool, timeout), now)
+            _measure(probes, pool, timeout, now)
             probed += len(probes)
     return probed
 

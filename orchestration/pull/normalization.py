@@ -2,14 +2,10 @@
 normalized and validated, with the reference's messages (reference-simple §6.1,
 reference-dynamic §2). Shared by pull and subscribe.
 
-Parsed pull requests are kept per request body (issue 14, docs/performance.md; `parsed_request`
-at the end). A consumer pulls with the same body again and again (its standing question), and
-parsing it (JSON, the input gate, the type check, name normalization) is a tenth of a pull's
-CPU. So each web process keeps the last MAX_ENTRIES parsed requests by body, and a pull whose
-body was seen before skips the parse. Only successful parses are kept, and a request depends on
-nothing but its body and the settings, so the kept value is exactly what parsing again would
-give; a changed setting (tests) empties the cache. Bodies longer than MAX_BODY_BYTES are not
-kept."""
+`parsed_request` keeps the last MAX_ENTRIES parsed pull requests per body (a consumer repeats
+its standing question; docs/performance.md). Only successful parses are kept, and a request
+depends on nothing but its body and the settings (a changed setting empties the cache), so
+the kept value is what parsing again would give."""
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -111,9 +107,9 @@ def parse_service_requirement(data: dict[str, Any] | None) -> ServiceRequirement
         metadata_requirements=_requirement_list(
             data.get("metadataRequirements"), "Metadata requirement list contains null element",
             "metadataRequirements"),
-        interface_template_names=tuple(names.interface_template(value) for value in names.without_blanks(
-            data.get("interfaceTemplateNames"),
-            "Interface template name list contains empty element")),
+        interface_template_names=tuple(names.interface_template(value) for value in (
+            names.without_blanks(data.get("interfaceTemplateNames"),
+                                 "Interface template name list contains empty element"))),
         interface_address_types=_upper_enum(
             data.get("interfaceAddressTypes"), "Interface address type list contains empty element",
             ADDRESS_TYPES, "Invalid interface address type"),

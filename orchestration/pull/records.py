@@ -1,12 +1,7 @@
 """What pull reads, as plain immutable records: a consumer's rules, the catalog instances
-behind them and the reservations of those instances.
-
-Both sources of pull produce them, behind one interface (`PullSource`): the database
-(orchestration.pull.selectors, for a pull inside a transaction and whenever the snapshot is not
-usable) and the in-memory snapshot of each web process (orchestration.snapshot.state);
-`orchestration.pull.selectors.pull_source` chooses between them. Records are shared between
-requests by the snapshot, so nothing may modify them or the dicts they hold: pull builds new
-dicts for what it changes (narrowed interfaces, results).
+behind them and their reservations, produced alike by both sources of pull (`PullSource`:
+the database and the snapshot). The snapshot shares records between requests, so nothing may
+modify them or the dicts they hold: pull builds new dicts for what it changes.
 """
 import datetime as dt
 from collections.abc import Iterable

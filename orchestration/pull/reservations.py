@@ -4,7 +4,6 @@ exactly one winner."""
 import datetime as dt
 
 from django.db import transaction
-from django.db.models import QuerySet
 
 from orchestration.models import OrchestrationLock
 
@@ -23,14 +22,8 @@ def reserve(*, instance_id: str, owner: str, seconds: int, now: dt.datetime) -> 
     return lock.expires_at if lock.owner == owner else None
 
 
-@transaction.atomic
-def locks_delete(locks: QuerySet[OrchestrationLock]) -> int:
-    """End these reservations (expired ones, or an operator's choice in the admin): the
-    instances may be offered to others again, so their results may change (a change in the
-    feed, written by the database). Returns how many were deleted."""
-    deleted, _ = locks.delete()
-    return deleted
-
-
 def locks_remove_expired(*, now: dt.datetime) -> int:
-    return locks_delete(OrchestrationLock.objects.filter(expires_at__lte=now))
+    """End the expired reservations; how many were deleted (the feed's triggers record the
+    freed instances)."""
+    deleted, _ = OrchestrationLock.objects.filter(expires_at__lte=now).delete()
+    return deleted

@@ -1,13 +1,10 @@
-"""What pull reads, and the one place that chooses where from (`pull_source`).
-
-The database source (`DATABASE`): the consumer's rules, the instances behind them and their
-reservations, as records (orchestration.pull.records), in a fixed number of queries (and at
-most one ServiceRegistry lookup) whatever the number of rules and interfaces. The other source
-is the process's snapshot (orchestration.snapshot.state), which answers the same reads from
-memory. Both are `PullSource`s, so pull's algorithm (orchestration.pull.services) and its tests
-run the same on either (docs/testing.md, "Pull on both sources")."""
+"""What pull reads, and the one place that chooses where from (`pull_source`): the database
+(`DATABASE`, in a fixed number of queries and at most one ServiceRegistry lookup whatever the
+number of rules and interfaces) or the process's snapshot (orchestration.snapshot.state),
+both `PullSource`s, so pull and its tests run the same on either (docs/testing.md)."""
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from types import SimpleNamespace
 
 from django.conf import settings
 
@@ -42,17 +39,17 @@ def registry_instance(instance: RegistryInstance) -> CatalogInstance:
 
 
 def catalog_instances(instance_ids: Iterable[str], *,
-                      local=None) -> dict[str, CatalogInstance]:
+                      local: Callable[[set[str]], dict]) -> dict[str, CatalogInstance]:
     """The instances behind the ids: with SERVICE_REGISTRY_URL set, the ServiceRegistry's
     (one lookup, cached; ServiceRegistryUnavailable when it fails), then the local catalog for
-    the ids the ServiceRegistry does not know (docs/local-cloud.md), read by `local` (default:
-    `local_instances`, the database). Ids in neither are absent."""
+    the ids the ServiceRegistry does not know (docs/local-cloud.md), read by `local` (a
+    `PullSource`'s `local_instances`). Ids in neither are absent."""
     ids = set(instance_ids)
     found: dict[str, CatalogInstance] = {}
     if settings.SERVICE_REGISTRY_URL and ids:
         found.update((instance_id, registry_instance(instance))
                      for instance_id, instance in registry_instances(ids).items())
-    found.update((local or local_instances)(ids - found.keys()))
+    found.update(local(ids - found.keys()))
     return found
 
 
@@ -83,15 +80,9 @@ def active_locks(instance_ids: Iterable[str], *, now: dt.datetime) -> dict[str, 
             .values_list("service_instance_id", "owner", "expires_at")}
 
 
-class _Database:
-    """The database as a `PullSource`: the reads above."""
-
-    consumer_rules = staticmethod(consumer_rules)
-    local_instances = staticmethod(local_instances)
-    active_locks = staticmethod(active_locks)
-
-
-DATABASE: PullSource = _Database()
+# The database as a `PullSource`: the reads above.
+DATABASE: PullSource = SimpleNamespace(consumer_rules=consumer_rules,
+                                       local_instances=local_instances, active_locks=active_locks)
 
 
 def pull_source() -> PullSource:

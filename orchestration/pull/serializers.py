@@ -59,7 +59,7 @@ def _positive_digits(most: int) -> str:
 
 
 def qos_requirements_schema() -> dict:
-    """`qosRequirements` as `orchestration.pull.services.qos_max_latency` accepts it under the current
+    """`qosRequirements` as `services.qos_max_latency` accepts it under the current
     QOS_ENABLED: when off, only the empty object (any requirement is a 400 "QoS support is
     disabled"); when on, only `maxLatencyMs`, a positive integer of at most
     MAX_LATENCY_DIGITS digits, as a number or as text with blanks around."""

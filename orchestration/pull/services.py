@@ -1,14 +1,10 @@
 """Pull (SPEC §5): the consumer's rules, filtered and enriched with the catalog, ordered,
-reserved, with tokens; recorded as an orchestration job.
-
-Steps in the order the code runs them (numbers are SPEC §5's): warnings for the flags that
-are not supported, translation and intercloud (10, part); then for each of the consumer's
-rules (1): dropped if another consumer reserved the instance (7, part), versions (3), catalog
-join: unknown instances kept with what their id tells, expired ones dropped (2), alive time
-and metadata (3), interfaces (4); blacklisted providers (BLACKLIST_FILTER; before anything
-is reserved or issued for them); preferred providers (5); QoS (6); exclusivity and
-matchmaking (7, 8); tokens (9); last, the Java warnings naming the conditions not evaluated
-for unknown instances (2) and the ignored flags (10).
+reserved, with tokens; recorded as an orchestration job. The steps in the order the code runs
+them (SPEC §5's numbers; docs/orchestration.md, "How results are computed"): warnings for
+unsupported flags (10); per rule (1), other consumers' reservations (7), versions (3), the
+catalog join (2), alive time and metadata (3), interfaces (4); blacklisted providers (before
+anything is reserved or issued for them); preferred providers (5); QoS (6); exclusivity and
+matchmaking (7, 8); tokens (9); last, the Java warnings (2, 10).
 """
 import datetime as dt
 import logging
@@ -26,7 +22,7 @@ from orchestration.history.job_writer import PullJob, job_write_behind
 from orchestration.models import OrchestrationJob
 from orchestration.pull import matching, reservations, selectors
 from orchestration.pull.latency import instance_latencies
-from orchestration.pull.records import CatalogInstance, PullRule, Reservation
+from orchestration.pull.records import CatalogInstance, PullRule
 from orchestration.pull.types import (
     OrchestrationRequest,
     OrchestrationResult,
@@ -99,7 +95,8 @@ def qos_max_latency(request: OrchestrationRequest) -> int | None:
         if key != QOS_MAX_LATENCY:
             raise InvalidParameter(f"Unsupported QoS requirement: {key}")
     value = qos.get(QOS_MAX_LATENCY)
-    text = str(value).strip() if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
+    valid_type = isinstance(value, (str, int)) and not isinstance(value, bool)
+    text = str(value).strip() if valid_type else ""
     if (not text.isascii() or not text.isdigit() or len(text) > MAX_LATENCY_DIGITS
             or int(text) < 1):
         raise InvalidParameter("Invalid QoS requirement: maxLatencyMs should be a positive "
@@ -107,22 +104,15 @@ def qos_max_latency(request: OrchestrationRequest) -> int | None:
     return int(text)
 
 
-def _pull_data(run: _OrchestrationRun) -> tuple[list[PullRule], dict[str, CatalogInstance],
-                                   dict[str, Reservation]]:
-    """The consumer's rules, their instances and the live reservations of those, from the
-    source `selectors.pull_source` chooses: the process's snapshot, or the database inside a
-    transaction (subscription previews) and while the snapshot is not usable."""
+def _candidates(run: _OrchestrationRun) -> list[Candidate]:
+    """Steps 1–4 and the reservations of other consumers, read from the source
+    `selectors.pull_source` chooses (the process's snapshot, or the database)."""
     source = selectors.pull_source()
     rules = source.consumer_rules(consumer=run.consumer,
                                   service_definition=run.request.requirement.service_definition)
     ids = {rule.service_instance_id for rule in rules}
-    return (rules, selectors.catalog_instances(ids, local=source.local_instances),
-            source.active_locks(ids, now=run.now))
-
-
-def _candidates(run: _OrchestrationRun) -> list[Candidate]:
-    """Steps 1–4 and the reservations of other consumers."""
-    rules, catalog, locks = _pull_data(run)
+    catalog = selectors.catalog_instances(ids, local=source.local_instances)
+    locks = source.active_locks(ids, now=run.now)
     candidates = []
     for rule in rules:
         provider, _, version = rule.service_instance_id.split("|")
@@ -143,9 +133,9 @@ def _qualifies(candidate: Candidate, run: _OrchestrationRun) -> bool:
         return False
     if instance is None:
         return True  # kept as the Java simple store keeps it; see _java_warnings
-    if instance.expires_at is not None and instance.expires_at <= run.now:
-        return False
-    if requirement.alives_at and instance.expires_at and instance.expires_at < requirement.alives_at:
+    expires_at = instance.expires_at
+    if expires_at is not None and (expires_at <= run.now or (
+            requirement.alives_at is not None and expires_at < requirement.alives_at)):
         return False
     if not matches_any(instance.metadata, list(requirement.metadata_requirements)):
         return False
@@ -276,7 +266,7 @@ def _own_tokens(candidates: list[Candidate], run: _OrchestrationRun) -> dict[int
     grants = _grants(candidates, run, is_issuable, lambda c: c.service_definition)
     issued = tokens_issue([grant for _, grant in grants], now=run.now)
     tokens: dict[int, dict] = {}
-    for (candidate, _), token in zip(grants, issued):
+    for (candidate, _), token in zip(grants, issued, strict=True):
         entry = {"tokenType": token.token_type, "targetType": "SERVICE_DEF",
                  "token": token.token, "expiresAt": token.expires_at}
         if token.usage_limit is not None:

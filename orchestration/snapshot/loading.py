@@ -43,9 +43,9 @@ def _aware(value: Any) -> dt.datetime | None:
     return value
 
 
-def _rows(sql: str, keys: Iterable[str | int] | None = None) -> Iterator[tuple]:
-    """Rows of `sql`, whose `{keys}` is replaced by an IN list of `keys` (in chunks); without
-    keys, by a condition that holds."""
+def _rows(sql: str, column: str, keys: Iterable[str | int] | None) -> Iterator[tuple]:
+    """Rows of `sql`, whose `{keys}` is replaced by `column` IN a list of `keys` (in chunks);
+    without keys (None), by a condition that holds."""
     with connection.cursor() as cursor:
         if keys is None:
             cursor.execute(sql.format(keys="TRUE" if connection.vendor == "postgresql" else "1"))
@@ -54,19 +54,19 @@ def _rows(sql: str, keys: Iterable[str | int] | None = None) -> Iterator[tuple]:
         keys = list(keys)
         for start in range(0, len(keys), _CHUNK):
             chunk = keys[start:start + _CHUNK]
-            cursor.execute(sql.format(keys=f"IN ({', '.join(['%s'] * len(chunk))})"), chunk)
+            cursor.execute(sql.format(keys=f"{column} IN ({', '.join(['%s'] * len(chunk))})"),
+                           chunk)
             yield from cursor.fetchall()
 
 
 def load_rules(consumers: Iterable[str] | None = None) -> dict[str, ConsumerRules]:
     """The rules of `consumers` (None: of everybody) by consumer and service definition;
     consumers without rules are absent."""
-    condition = "{keys}" if consumers is None else "consumer {keys}"
     grouped: dict[str, dict[str, list[PullRule]]] = {}
     intern = sys.intern  # a million rules share a few thousand instance ids and names
     for consumer, instance_id, definition, priority in _rows(
             f"SELECT consumer, service_instance_id, service_definition, priority FROM {RULES} "
-            f"WHERE {condition}", consumers):
+            "WHERE {keys}", "consumer", consumers):
         definition = intern(definition)
         grouped.setdefault(intern(consumer), {}).setdefault(definition, []).append(
             PullRule(intern(instance_id), definition, priority))
@@ -78,16 +78,14 @@ def load_rules(consumers: Iterable[str] | None = None) -> dict[str, ConsumerRule
 def load_instances(instance_ids: Iterable[str] | None = None) -> dict[str, CatalogInstance]:
     """The catalog entries of `instance_ids` (None: all) with their interfaces in order."""
     instance_ids = None if instance_ids is None else list(instance_ids)
-    condition = "{keys}" if instance_ids is None else "service_instance_id {keys}"
     rows = list(_rows(f"SELECT id, service_instance_id, expires_at, metadata FROM {INSTANCES} "
-                      f"WHERE {condition}", instance_ids))
+                      "WHERE {keys}", "service_instance_id", instance_ids))
     interfaces: dict[int, list[dict]] = {row[0]: [] for row in rows}
     # One table a statement: a statement never holds one table's lock while it waits for
     # another's, so reads and a concurrent TRUNCATE cannot deadlock.
-    condition = "{keys}" if instance_ids is None else "instance_id {keys}"
     for instance, *interface in sorted(
             _rows(f"SELECT instance_id, position, template_name, protocol, policy, properties "
-                  f"FROM {INTERFACES} WHERE {condition}",
+                  f"FROM {INTERFACES} WHERE {{keys}}", "instance_id",
                   None if instance_ids is None else list(interfaces)),
             key=lambda row: (row[0], row[1])):
         if instance in interfaces:  # an instance created after its row was read: next change
@@ -101,11 +99,10 @@ def load_instances(instance_ids: Iterable[str] | None = None) -> dict[str, Catal
 
 def load_reservations(instance_ids: Iterable[str] | None = None) -> dict[str, Reservation]:
     """Every lock of `instance_ids` (None: all), expired ones too (pull compares times)."""
-    condition = "{keys}" if instance_ids is None else "service_instance_id {keys}"
     return {instance_id: Reservation(owner, _aware(expires_at))
             for instance_id, owner, expires_at in _rows(
-                f"SELECT service_instance_id, owner, expires_at FROM {LOCKS} WHERE {condition}",
-                instance_ids)}
+                f"SELECT service_instance_id, owner, expires_at FROM {LOCKS} WHERE {{keys}}",
+                "service_instance_id", instance_ids)}
 
 
 def count_rules() -> int:

@@ -12,19 +12,13 @@ applies up to MAX_APPLIED_CHANGES at once. More than that, a TRUNCATE, or a posi
 to trust (the feed is pruned) drop the snapshot until it is loaded again in the background;
 pulls query the database meanwhile.
 
-Pull reads the database directly instead:
-- inside a transaction (subscription previews, tests), where the snapshot cannot see what the
-  transaction itself wrote;
-- while the snapshot is loading (at start and after a reload was needed);
-- with PULL_SNAPSHOT=false, or more than PULL_SNAPSHOT_MAX_RULES rules (memory: about
-  150 bytes a rule).
-
 A background thread per process loads the snapshot at start and reads the feed every
 REFRESH_SECONDS, so that an idle process keeps its position and does not fall behind.
 Applying changes and installing a load hold the snapshot's lock; reading the feed and
 answering do not (of two pulls that read the feed at once, the one whose read began later
-decides the position). A pull racing a commit may see part of that concurrent transaction (the rules but not yet
-the instance it created), never a state older than its arrival.
+decides the position). A pull racing a commit may see part of that concurrent transaction
+(the rules but not yet the instance it created), never a state older than its arrival. When
+pull reads the database instead: `snapshot_view`, docs/orchestration.md.
 """
 import contextlib
 import datetime as dt
@@ -277,8 +271,11 @@ class PullSnapshot:
             self._wake.clear()
 
     def _freeze(self) -> None:
+        """Young cyclic garbage is collected first (what requests left), so that little of it
+        is frozen for good; the rest of the process's objects leave the collector's reach."""
         self._unfrozen = 0
-        _freeze_objects()
+        gc.collect(1)
+        gc.freeze()
 
     def load(self) -> bool:
         """Load everything (the background thread; tests). False when there are more rules
@@ -307,13 +304,6 @@ class PullSnapshot:
         logger.info("Pull snapshot loaded: %d rules, %d instances in %.2f s", data.rule_count,
                     len(data.instances), time.monotonic() - started)
         return True
-
-
-def _freeze_objects() -> None:
-    """Young cyclic garbage is collected first (what requests left), so that little of it is
-    frozen for good; the rest of the process's objects leave the collector's reach."""
-    gc.collect(1)
-    gc.freeze()
 
 
 def _replace(records: dict, key: str, record: object | None) -> None:
@@ -348,8 +338,10 @@ def snapshot_in_transaction(allowed: bool = True):
 
 
 def snapshot_view() -> SnapshotView | None:
-    """The snapshot for a pull, or None when the pull must query the database (the rules
-    of the module docstring; orchestration.pull.selectors.pull_source is the one caller)."""
+    """The snapshot for a pull (orchestration.pull.selectors.pull_source is the one caller),
+    or None when the pull must query the database: inside a transaction, whose own writes the
+    snapshot cannot see (but see `snapshot_in_transaction`); with PULL_SNAPSHOT=false; while
+    it loads, or is dropped (too many rules or changes, too far behind)."""
     if not settings.PULL_SNAPSHOT or connection.vendor not in ("postgresql", "sqlite"):
         return None
     if connection.in_atomic_block:

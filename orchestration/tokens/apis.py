@@ -1,7 +1,5 @@
 """Authorization token verification (SPEC §5 item 9): a provider asks whether a token a
 consumer presented was issued for it and may still be used."""
-from typing import Any
-
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -10,15 +8,18 @@ from rest_framework.views import APIView
 
 from api.name_fields import ServiceDefinitionField, SystemNameField
 from api.schema import error_responses
+from api.shapes import NoneLeftOut
 from orchestration.openapi_examples import TOKEN
-from orchestration.tokens.services import TokenVerification, token_verify
+from orchestration.tokens.services import token_verify
 
 TAG = ["Authorization tokens"]
 
 
-class TokenVerificationSerializer(serializers.Serializer):
+class TokenVerificationSerializer(NoneLeftOut, serializers.Serializer):
     """`{"verified": false}` alone when the token does not verify, so that the answer tells
     nothing about tokens of other providers; the details otherwise."""
+    # Without a token every detail is skipped (not required); usageLeft is None but for
+    # usage-limited tokens: NoneLeftOut.
 
     verified = serializers.BooleanField()
     consumer = SystemNameField(source="token.consumer", required=False)
@@ -32,14 +33,6 @@ class TokenVerificationSerializer(serializers.Serializer):
     usageLeft = serializers.IntegerField(
         source="token.usage_left", required=False,
         help_text="Uses left after this one; usage-limited tokens only.")
-
-    def to_representation(self, instance: TokenVerification) -> dict[str, Any]:
-        if not instance.verified:
-            return {"verified": False}
-        data = super().to_representation(instance)
-        if data["usageLeft"] is None:
-            del data["usageLeft"]
-        return data
 
 
 class AuthorizationTokenVerifyApi(APIView):

@@ -85,19 +85,14 @@ def _self_contained_token(grant: TokenGrant, expires_at: datetime) -> str:
     return base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
 
 
-def _raw_token(grant: TokenGrant, token_type: str, expires_at: datetime) -> str:
-    if token_type == TokenType.SELF_CONTAINED_TOKEN:
-        return _self_contained_token(grant, expires_at)
-    return secrets.token_urlsafe(32)
-
-
 def _issue_one(grant: TokenGrant, now: datetime) -> tuple[IssuedToken, AuthorizationToken]:
     if not is_issuable(grant.variant):
         raise ValueError(f"Tokens of variant {grant.variant} are not issued")
     token_type = TOKEN_VARIANTS[grant.variant]
     expires_at = now + timedelta(seconds=settings.TOKEN_TTL_SECONDS)
     limit = settings.TOKEN_USAGE_LIMIT if token_type == TokenType.USAGE_LIMITED_TOKEN else None
-    raw = _raw_token(grant, token_type, expires_at)
+    raw = (_self_contained_token(grant, expires_at)
+           if token_type == TokenType.SELF_CONTAINED_TOKEN else secrets.token_urlsafe(32))
     record = AuthorizationToken(
         token_hash=token_hash(raw), token_type=token_type, variant=grant.variant,
         consumer=grant.consumer, provider=grant.provider, target=grant.target,
@@ -125,32 +120,23 @@ def tokens_issue(grants: Sequence[TokenGrant], *, now: datetime | None = None) -
     return [issued[grant][0] for grant in grants]
 
 
-def _live_token(*, raw: str, provider: str, now: datetime) -> AuthorizationToken | None:
-    return AuthorizationToken.objects.filter(token_hash=token_hash(raw), provider=provider,
-                                             expires_at__gt=now).first()
-
-
-def _use_once(record: AuthorizationToken) -> bool:
-    """Take one use of a usage-limited token. The decrement is one conditional UPDATE, so
-    concurrent verifications serialize on the row and never use it more than its limit."""
-    used = (AuthorizationToken.objects.filter(pk=record.pk, usage_left__gt=0)
-            .update(usage_left=F("usage_left") - 1))
-    if used:
-        record.refresh_from_db(fields=["usage_left"])
-    return bool(used)
-
-
 def token_verify(*, raw: str, provider: str, now: datetime | None = None) -> TokenVerification:
     """Whether `provider` may accept this token now (SPEC §5 item 9); a usage-limited token
     loses one use per successful verification.
 
     A token verifies only for the provider it was issued for, so a provider cannot spend (or
     probe) the tokens another provider will be shown."""
-    record = _live_token(raw=raw, provider=provider, now=now or timezone.now())
+    record = AuthorizationToken.objects.filter(token_hash=token_hash(raw), provider=provider,
+                                               expires_at__gt=now or timezone.now()).first()
     if record is None:
         return NOT_VERIFIED
-    if record.token_type == TokenType.USAGE_LIMITED_TOKEN and not _use_once(record):
-        return NOT_VERIFIED
+    if record.token_type == TokenType.USAGE_LIMITED_TOKEN:
+        # One use taken by one conditional UPDATE: concurrent verifications serialize on the
+        # row and never use a token more than its limit.
+        if not (AuthorizationToken.objects.filter(pk=record.pk, usage_left__gt=0)
+                .update(usage_left=F("usage_left") - 1)):
+            return NOT_VERIFIED
+        record.refresh_from_db(fields=["usage_left"])
     return TokenVerification(verified=True, token=record)
 
 

@@ -1,4 +1,4 @@
-"""Ending a reservation from the admin goes through the reservation service."""
+"""Ending a reservation from the admin is a change in the feed, as its expiry is."""
 import datetime as dt
 
 import pytest
