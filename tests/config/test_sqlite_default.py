@@ -84,6 +84,12 @@ def test_the_sqlite_default_serves_parallel_clients_without_errors(tmp_path, mqt
             return history[0] != 200 or json.loads(history[1])["count"] >= pulls
 
         wait_until(history_written, timeout=10, interval=0.1)
+        # Who a notify topic belongs to is read with SQLite's JSON too: Consumer0's topic is
+        # refused to another system (subscriptions/notify_topics.py).
+        taken = _post(port, f"{API}/subscribe", {
+            "orchestrationRequest": {"serviceRequirement": {"serviceDefinition": "other"}},
+            "notifyInterface": {"protocol": "MQTT", "properties": {"topic": f"so-test/{run}/0"}}},
+            "Intruder")
 
     log = log_path.read_text()
     failures = [result for result in results if result[1] >= 500]
@@ -93,6 +99,7 @@ def test_the_sqlite_default_serves_parallel_clients_without_errors(tmp_path, mqt
     unexpected = [result for result in results if result[1] not in (200, 201)]
     assert not unexpected, unexpected[:5]
     assert history[0] == 200, history
+    assert taken[0] == 400 and "is the notify topic of another system" in taken[1], taken
     page = json.loads(history[1])
     assert page["count"] == pulls and len(page["entries"]) == 5
     assert {entry["type"] for entry in page["entries"]} == {"PULL"}
