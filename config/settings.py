@@ -150,10 +150,19 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # A PostgreSQL server that does not answer fails a connection attempt after this long instead
 # of holding the request (or the health probe) that needed it.
 DATABASE_CONNECT_TIMEOUT_SECONDS = env_positive_int("DATABASE_CONNECT_TIMEOUT_SECONDS", 10)
+# The hot paths' plain statements (database/statements.py) are prepared on the server, once
+# per connection. Django turns psycopg's prepared statements off unless OPTIONS turns them on
+# (for connection poolers that cannot keep them: PgBouncer in transaction mode before 1.21,
+# or without max_prepared_statements); false here for such a pooler. Django's own queries
+# are never prepared (their parameters are bound on the client).
+DATABASE_PREPARED_STATEMENTS = env.bool("DATABASE_PREPARED_STATEMENTS", default=True)
 if DATABASES["default"]["ENGINE"].endswith("postgresql"):
     DATABASES["default"]["ENGINE"] = "database.postgresql"
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
         "connect_timeout", DATABASE_CONNECT_TIMEOUT_SECONDS)
+    # psycopg's default threshold; only statements sent with prepare=True reach it at once.
+    DATABASES["default"]["OPTIONS"].setdefault(
+        "prepare_threshold", 5 if DATABASE_PREPARED_STATEMENTS else None)
 # Retries of a write transaction aborted for a concurrent one (database.transaction_retry).
 DATABASE_CONFLICT_RETRIES = env.int("DATABASE_CONFLICT_RETRIES", default=5)
 DATABASE_CONFLICT_BACKOFF_SECONDS = env.float("DATABASE_CONFLICT_BACKOFF_SECONDS", default=0.05)

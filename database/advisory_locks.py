@@ -9,6 +9,8 @@ from collections.abc import Iterable
 
 from django.db import connection
 
+from database.statements import Statement, prepared_execute
+
 # Names are locked through one of this many keys per namespace. PostgreSQL keeps advisory
 # locks in its shared lock table (max_locks_per_transaction, 64 by default, times
 # max_connections slots in all): one key per name would let a few bulk writes of a thousand
@@ -26,16 +28,28 @@ def advisory_key(namespace: str, name: str) -> int:
     return digest(namespace) * BUCKETS + digest(name) % BUCKETS
 
 
-def advisory_locks(namespace: str, names: Iterable[str]) -> None:
-    """Lock the names until the transaction ends; call it inside `transaction.atomic()`
-    before reading or writing what they name."""
+def advisory_locks(namespace: str, names: Iterable[str],
+                   *more: tuple[str, Iterable[str]]) -> None:
+    """Lock the names (and those of `more`, further (namespace, names) pairs) until the
+    transaction ends; call it inside `transaction.atomic()` before reading or writing what
+    they name."""
+    statement = advisory_locks_statement(namespace, names, *more)
+    if statement is not None:
+        prepared_execute(*statement)
+
+
+def advisory_locks_statement(namespace: str, names: Iterable[str],
+                             *more: tuple[str, Iterable[str]]) -> Statement | None:
+    """The statement of `advisory_locks` (None: nothing to lock, or not PostgreSQL), for a
+    writer that sends it with its reads (database.statements.statements_rows). All the names
+    in one statement, in one ascending order of keys whatever their namespaces, so that
+    writers taking several kinds at once cannot deadlock."""
     if connection.vendor != "postgresql":
-        return
-    keys = sorted({advisory_key(namespace, name) for name in names})
+        return None
+    keys = sorted({advisory_key(kind, name)
+                   for kind, kind_names in ((namespace, names), *more) for name in kind_names})
     if not keys:
-        return
-    with connection.cursor() as cursor:
-        # One round trip; the ordered subquery makes the locks be taken in key order.
-        cursor.execute("SELECT count(pg_advisory_xact_lock(key)) FROM "
-                       "(SELECT key FROM unnest(%s::bigint[]) AS key ORDER BY key) AS ordered",
-                       [keys])
+        return None
+    # The ordered subquery makes the locks be taken in key order.
+    return ("SELECT count(pg_advisory_xact_lock(key)) FROM "
+            "(SELECT key FROM unnest(%s::bigint[]) AS key ORDER BY key) AS ordered", [keys])

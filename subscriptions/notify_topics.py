@@ -5,17 +5,14 @@ service, and with MQTT_SYSTEM_TOPIC_ROOT a system's topics are those under `<roo
 The MQTT interface answers a requester only on a topic it may receive on by the same rules
 (`topic_refusal`).
 """
-import json
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
 
 from conventions.exceptions import InvalidParameter
-from database.advisory_locks import advisory_locks
-from subscriptions.models import MQTT_PROTOCOLS, Subscription
+from subscriptions.models import MQTT_PROTOCOLS
+from subscriptions.selectors import topic_users
 
 # The advisory-lock namespace of notify topics.
 TOPIC_LOCK_NAMESPACE = "notify-topic"
@@ -36,64 +33,38 @@ def system_topic_refusal(topic: str, system: str) -> str | None:
     return None
 
 
-# A notify topic in SQL: (as selected, as compared, the placeholder compared with, the
-# parameter's form). PostgreSQL compares the jsonb value, the expression of the index
-# subscription_notify_topic, whose condition the literal protocol list lets the planner prove.
-_TOPIC_SQL = {"postgresql": ("notify_properties ->> 'topic'", "notify_properties -> 'topic'",
-                             "%s::jsonb", json.dumps),
-              "sqlite": ("JSON_EXTRACT(notify_properties, '$.topic')",
-                         "JSON_EXTRACT(notify_properties, '$.topic')", "%s", str)}
-
-
-def topic_targets(topics: Iterable[str]) -> dict[str, set[str]]:
-    """The targets of the MQTT subscriptions notifying on each of `topics` (used ones only).
-    One plain statement: every MQTT subscribe and every MQTT interface answer reads it, and
-    building the ORM's JSON lookup cost five times the statement (docs/performance.md)."""
-    wanted = sorted(set(topics))
-    if not wanted:
-        return {}
-    shown, compared, placeholder, parameter = _TOPIC_SQL[connection.vendor]
-    protocols = ", ".join(f"'{protocol}'" for protocol in MQTT_PROTOCOLS)
-    table = connection.ops.quote_name(Subscription._meta.db_table)
-    targets: dict[str, set[str]] = defaultdict(set)
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT DISTINCT {shown}, target FROM {table} "
-                       f"WHERE notify_protocol IN ({protocols}) AND {compared} IN "
-                       f"({', '.join([placeholder] * len(wanted))})",
-                       [parameter(topic) for topic in wanted])
-        for topic, target in cursor.fetchall():
-            targets[topic].add(target)
-    return targets
-
-
 def topic_refusal(topic: str, *, receiver: str) -> str | None:
     """Why the MQTT interface may not answer `receiver` on `topic` (None: it may)."""
     if interface_topic(topic):
         return "it is one of the MQTT interface's own topics"
     if (outside := system_topic_refusal(topic, receiver)) is not None:
         return outside
-    if topic_targets([topic]).get(topic, {receiver}) != {receiver}:
+    if topic_users([topic]).get(topic, {receiver}) != {receiver}:
         return "it is another system's notify topic"
     return None
 
 
-def notify_topics_claim(subscribes: Sequence[Any]) -> None:
-    """Inside the subscribe's transaction: lock the MQTT notify topics of `subscribes`
-    (subscriptions/requests.py SubscribeRequest, which imports this module) and refuse
-    (InvalidParameter) one that another target uses or that two of them share. Each takes the
-    topics' advisory locks before it reads who uses them, so of two concurrent subscribes on
-    one free topic the second reads the first one's committed row and is refused."""
-    claimed: dict[str, str] = {}
+def notify_topics_wanted(subscribes: Sequence[Any]) -> dict[str, str]:
+    """The MQTT notify topics of `subscribes` (subscriptions/requests.py SubscribeRequest,
+    which imports this module), each with the target it would notify; InvalidParameter when
+    two of them would share a topic for different targets. The subscribe then locks them
+    (TOPIC_LOCK_NAMESPACE) and, under the lock, reads who uses them for `notify_topics_check`:
+    of two concurrent subscribes on one free topic the second reads the first one's committed
+    row and is refused."""
+    wanted: dict[str, str] = {}
     for subscribe in subscribes:
         if subscribe.protocol in MQTT_PROTOCOLS:
             topic = subscribe.properties["topic"]
-            if claimed.setdefault(topic, subscribe.target) != subscribe.target:
+            if wanted.setdefault(topic, subscribe.target) != subscribe.target:
                 raise _taken(topic)
-    if not claimed:
-        return
-    advisory_locks(TOPIC_LOCK_NAMESPACE, claimed)
-    for topic, targets in topic_targets(claimed).items():
-        if targets != {claimed[topic]}:
+    return wanted
+
+
+def notify_topics_check(wanted: dict[str, str], users: dict[str, set[str]]) -> None:
+    """Refuse (InvalidParameter) a wanted topic that another target uses (`users`: the
+    targets using each topic, read under the topics' locks)."""
+    for topic, targets in users.items():
+        if topic in wanted and targets != {wanted[topic]}:
             raise _taken(topic)
 
 

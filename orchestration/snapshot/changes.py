@@ -27,11 +27,10 @@ again, the subscriptions evaluate every live one.
 import datetime as dt
 from dataclasses import dataclass
 
-import psycopg
-
 from django.db import connection
 from django.utils import timezone
 
+from database.statements import prepared_rows
 from orchestration.models import SnapshotChange
 
 CHANGE_KEEP_SECONDS = 600
@@ -103,19 +102,18 @@ def changes_since(position: FeedPosition, limit: int,
     transactions that were running at the last read that raised the last id (they may have
     written lower ids before they committed). Each part is read from its own index."""
     if connection.vendor != "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT id, consumer, service_instance_id FROM {CHANGES} "
-                           "WHERE id > %s ORDER BY id LIMIT %s", [position.last_id, limit + 1])
-            changes = [Change(*row) for row in cursor.fetchall()]
+        changes = [Change(*row) for row in prepared_rows(
+            f"SELECT id, consumer, service_instance_id FROM {CHANGES} WHERE id > %s "
+            "ORDER BY id LIMIT %s", [position.last_id, limit + 1])]
         if len(changes) > limit:
             return changes, None
         return changes, FeedPosition(max([position.last_id, *(c.id for c in changes)]),
                                      (), ticket)
     if position.running:
-        rows = _prepared_rows(_READ_WITH_RUNNING,
+        rows = prepared_rows(_READ_WITH_RUNNING,
                               [position.last_id, limit + 1, list(position.running), limit + 1])
     else:
-        rows = _prepared_rows(_ABOVE, [position.last_id, limit + 1])
+        rows = prepared_rows(_ABOVE, [position.last_id, limit + 1])
     changes = [Change(*row[:3]) for row in rows if row[0] is not None]
     if len(changes) > limit:
         return changes, None
@@ -128,17 +126,6 @@ def changes_since(position: FeedPosition, limit: int,
         # ids: of those running now, only the ones already running then still matter.
         running = tuple(sorted(set(running) & set(position.running)))
     return changes, FeedPosition(last_id, running, ticket)
-
-
-def _prepared_rows(sql: str, params: list) -> list[tuple]:
-    """The rows of `sql`, run as a statement prepared on this connection. Django's cursor
-    binds parameters on the client, so psycopg never prepares its statements; psycopg's own
-    cursor on the same connection binds on the server and prepares on request (`prepare`), in
-    the transaction Django has open, if any. Errors come as Django's, as from the ORM."""
-    connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
-        cursor.execute(sql, params, prepare=True)
-        return cursor.fetchall()
 
 
 def _in_progress(snapshot: str) -> tuple[int, ...]:

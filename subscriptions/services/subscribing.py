@@ -15,15 +15,26 @@ from django.utils import timezone
 from rest_framework.utils.encoders import JSONEncoder
 
 from conventions.exceptions import ExternalServerError, Forbidden, InvalidParameter
-from database.advisory_locks import advisory_locks
+from database.advisory_locks import advisory_locks_statement
+from database.bulk_insert import model_rows_upsert, saved
+from database.statements import statements_rows
 from database.transaction_retry import retry_on_conflict
 from notifications.outbox import deliveries_cancel
 from orchestration.pull.services import orchestrate_preview
 from clients.errors import PeerRefused
 from subscriptions.models import LOCK_NAMESPACE, Subscription, identity_key
-from subscriptions.notify_topics import notify_topics_claim
+from subscriptions.notify_topics import (
+    TOPIC_LOCK_NAMESPACE,
+    notify_topics_check,
+    notify_topics_wanted,
+)
 from subscriptions.requests import SubscribeRequest
-from subscriptions.selectors import subscription_counts
+from subscriptions.selectors import (
+    subscriptions_locked,
+    subscriptions_locked_statement,
+    topic_users_read,
+    topic_users_statement,
+)
 from subscriptions.services.pushing import fingerprint, subscription_push_queue
 
 logger = logging.getLogger(__name__)
@@ -31,10 +42,7 @@ logger = logging.getLogger(__name__)
 
 def _apply(subscription: Subscription, subscribe: SubscribeRequest, now: dt.datetime,
            baseline: str) -> None:
-    if (subscription.notify_protocol, subscription.notify_properties) != (
-            subscribe.protocol, subscribe.properties) and not subscription._state.adding:
-        deliveries_cancel(subscription_ids=[subscription.id],
-                          reason="The subscription's notify interface changed")
+    """Set what a subscribe writes (`_OVERWRITTEN`) from the request."""
     subscription.orchestration_request = json.loads(json.dumps(subscribe.raw_request,
                                                                cls=JSONEncoder))
     subscription.notify_protocol = subscribe.protocol
@@ -66,15 +74,12 @@ def subscription_baseline(subscribe: SubscribeRequest, now: dt.datetime) -> str:
     return fingerprint(preview)
 
 
-def _ensure_room(new_by_target: Counter[str]) -> None:
+def _ensure_room(new_by_target: Counter[str], counts: dict[str, int]) -> None:
     """Each subscription for a consumer (whoever owns it) is re-evaluated on every change of
     the consumer's rules or instances, so their number per target is bounded
     (docs/limits.md). Concurrent subscribes for one target may overshoot by their number; the
     bound is on work, not an exact quota."""
     limit = settings.MAX_SUBSCRIPTIONS_PER_SYSTEM
-    if not new_by_target:
-        return
-    counts = subscription_counts(sorted(new_by_target))
     for target, adding in sorted(new_by_target.items()):
         count = counts.get(target, 0)
         if count + adding > limit:
@@ -92,45 +97,67 @@ def subscription_upsert(*, requester: str, subscribe: SubscribeRequest,
     return subscription.id, created
 
 
+# What overwriting a subscription changes (`_apply`); its identity, creation and last push stay.
+_OVERWRITTEN = ("orchestration_request", "notify_protocol", "notify_properties", "duration",
+                "expires_at", "last_fingerprint", "needs_evaluation", "updated_at")
+
+
 @retry_on_conflict
 def subscriptions_upsert(*, owner: str, subscribes: Sequence[SubscribeRequest],
                          trigger: bool = False) -> list[tuple[Subscription, bool]]:
     """Create or overwrite (in place, same id) `owner`'s subscriptions, all or nothing: the
     same owner, target and service definition is the same subscription. Returns
     (subscription, created) per request, in order. Without `trigger`, each starts from
-    its `subscription_baseline`."""
+    its `subscription_baseline`.
+
+    The write does not depend on what is read (an overwrite sets the request's fields, an
+    insert the rest too), so the locks, the reads and the write go in one round trip
+    (database.statements.statements_rows; docs/performance.md, "Subscribe in one round
+    trip"); a refusal found in the reads then rolls the write back with the transaction."""
     keys = [identity_key(owner, s.target, s.service_definition) for s in subscribes]
+    topics = notify_topics_wanted(subscribes)
     now = timezone.now()
     if trigger:
         baselines = [""] * len(subscribes)  # the push below records what was pushed
     else:
         baselines = [subscription_baseline(subscribe, now) for subscribe in subscribes]
+    written = []
+    for subscribe, key, baseline in zip(subscribes, keys, baselines, strict=True):
+        subscription = Subscription(owner=owner, target=subscribe.target,
+                                    service_definition=subscribe.service_definition,
+                                    identity_key=key, created_at=now)
+        _apply(subscription, subscribe, now, baseline)
+        written.append(subscription)
+    # The keys' and topics' locks first (until the transaction ends): a subscription that
+    # does not exist yet cannot be row-locked, and concurrent subscribes (and an unsubscribe
+    # between them) would race to insert it or to claim one free topic. Each statement
+    # after them reads with a snapshot of its own, taken once they are held.
+    locks = advisory_locks_statement(LOCK_NAMESPACE, keys, (TOPIC_LOCK_NAMESPACE, topics))
+    statements = [subscriptions_locked_statement(keys),
+                  topic_users_statement(topics, [s.target for s in subscribes]),
+                  model_rows_upsert(written, unique="identity_key", update=_OVERWRITTEN)]
     with transaction.atomic():
-        # The keys' locks first (until the transaction ends, taken in one sorted order): a
-        # subscription that does not exist yet cannot be row-locked, and concurrent subscribes
-        # (and an unsubscribe between them) would race to insert it.
-        advisory_locks(LOCK_NAMESPACE, keys)
-        notify_topics_claim(subscribes)
-        rows = Subscription.objects.select_for_update()
-        # One key (a subscribe call): the plainer query, cheaper to compile on the hot path.
-        rows = rows.filter(identity_key=keys[0]) if len(keys) == 1 else \
-            rows.filter(identity_key__in=keys).order_by("pk")  # one lock order
-        existing = {s.identity_key: s for s in rows}
+        *_, locked_rows, user_rows, _ = statements_rows([locks, *statements] if locks
+                                                        else statements)
+        existing = {s.identity_key: s for s in subscriptions_locked(locked_rows)}
+        users, counts = topic_users_read(user_rows)
+        notify_topics_check(topics, users)
         _ensure_room(Counter(s.target for s, key in zip(subscribes, keys, strict=True)
-                             if key not in existing))
+                             if key not in existing), counts)
         upserted = []
-        for subscribe, key, baseline in zip(subscribes, keys, baselines, strict=True):
-            subscription = existing.get(key)
-            created = subscription is None
-            if created:
-                subscription = Subscription(owner=owner, target=subscribe.target,
-                                            service_definition=subscribe.service_definition,
-                                            identity_key=key, created_at=now)
-            _apply(subscription, subscribe, now, baseline)
-            subscription.save(force_insert=created)
-            if trigger:
+        for subscribe, key, subscription in zip(subscribes, keys, written, strict=True):
+            if (before := existing.get(key)) is not None:
+                if (before.notify_protocol, before.notify_properties) != (
+                        subscribe.protocol, subscribe.properties):
+                    deliveries_cancel(subscription_ids=[before.id],
+                                      reason="The subscription's notify interface changed")
+                _apply(before, subscribe, now, subscription.last_fingerprint)
+                subscription = before
+            upserted.append((subscription, before is None))
+        saved(written)
+        if trigger:
+            for subscription, _ in upserted:
                 subscription_push_queue(subscription, now=now)
-            upserted.append((subscription, created))
     return upserted
 
 

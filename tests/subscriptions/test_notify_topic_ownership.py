@@ -112,9 +112,9 @@ def _request(system: str):
 class TopicRaceTests:
     def test_two_systems_subscribing_on_one_free_topic_do_not_both_get_it(self, monkeypatch):
         """The first (push management's path) holds inside its transaction after claiming the
-        topic; the second (the consumer's subscribe, whose one statement would insert at once)
-        waits for the topic's lock and then reads the first one's row."""
-        entered, release, first_waiting = hold_first_caller(monkeypatch, subscribing, "_apply")
+        topic and writing; the second (the consumer's subscribe) waits for the topic's lock
+        and then reads the first one's row."""
+        entered, release, first_waiting = hold_first_caller(monkeypatch, subscribing, "_ensure_room")
 
         def first():
             [(_, created)] = subscribing.subscriptions_upsert(

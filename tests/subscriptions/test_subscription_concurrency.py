@@ -22,7 +22,7 @@ def _request(**fields):
 
 class SubscriptionRaceTests:
     def test_a_second_subscribe_of_a_new_subscription_waits_for_the_first(self, monkeypatch):
-        entered, release, first_waiting = hold_first_caller(monkeypatch, subscribing, "_apply")
+        entered, release, first_waiting = hold_first_caller(monkeypatch, subscribing, "_ensure_room")
         request = _request()
 
         def upsert():
@@ -35,26 +35,25 @@ class SubscriptionRaceTests:
                             "second reached the write while the first held it": False}
         assert Subscription.objects.filter(owner="RaceConsumer").count() == 1
 
-    def test_the_one_statement_subscribe_waits_for_a_general_one_and_then_overwrites(
+    def test_a_consumers_subscribe_waits_for_push_managements_and_then_overwrites(
             self, monkeypatch):
-        """The general path (here push management's, holding the subscription's lock in
-        `_apply` before its insert) and the one-statement subscribe of the same new
-        subscription: the statement waits for the lock instead of inserting beside it (the
-        general insert would then fail on the unique key), and once the first committed it
-        overwrites, so the later request is the one kept."""
-        entered, release, first_waiting = hold_first_caller(monkeypatch, subscribing, "_apply")
+        """Push management's subscribe (held in its transaction after its write, holding the
+        subscription's lock) and the consumer's subscribe of the same new subscription: the
+        second waits for the lock instead of inserting beside it, and once the first
+        committed it overwrites, so the later request is the one kept."""
+        entered, release, first_waiting = hold_first_caller(monkeypatch, subscribing, "_ensure_room")
 
         def general():
             [(subscription, created)] = subscribing.subscriptions_upsert(
                 owner="RaceConsumer", subscribes=[_request(duration=100)])
             return created
 
-        def one_statement():
+        def consumers():
             _, created = subscribing.subscription_upsert(
                 requester="RaceConsumer", subscribe=_request(duration=200), trigger=False)
             return created
 
-        outcomes = second_writer_waits(general, one_statement, entered, release,
+        outcomes = second_writer_waits(general, consumers, entered, release,
                                        first_waiting)
         assert outcomes == {"first": True, "second": False,
                             "second reached the write while the first held it": False}
