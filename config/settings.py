@@ -163,6 +163,13 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql"):
     # psycopg's default threshold; only statements sent with prepare=True reach it at once.
     DATABASES["default"]["OPTIONS"].setdefault(
         "prepare_threshold", 5 if DATABASE_PREPARED_STATEMENTS else None)
+    if DATABASE_PREPARED_STATEMENTS:
+        # Each prepared statement is planned once per connection (its generic plan). With the
+        # default, PostgreSQL planned the feed read again at every read (0.19 ms, 17 times its
+        # execution): knowing the position, a custom plan always looks cheaper. Only these
+        # statements are prepared, and each is written for its generic plan.
+        DATABASES["default"]["OPTIONS"].setdefault(
+            "options", "-c plan_cache_mode=force_generic_plan")
 # Retries of a write transaction aborted for a concurrent one (database.transaction_retry).
 DATABASE_CONFLICT_RETRIES = env.int("DATABASE_CONFLICT_RETRIES", default=5)
 DATABASE_CONFLICT_BACKOFF_SECONDS = env.float("DATABASE_CONFLICT_BACKOFF_SECONDS", default=0.05)

@@ -31,6 +31,17 @@ class PreparedStatementTests:
         assert [s for s in prepared_statements() if "prepared_here" in s] == [
             "SELECT $1::bigint + 1 AS prepared_here"]
 
+    def test_a_prepared_statement_is_planned_once(self):
+        """PostgreSQL re-planned the feed read at every read (its custom plan always looks
+        cheaper when the position is known): the prepared statements use their generic plan."""
+        sql = "SELECT id FROM subscriptions_feedcursor WHERE id > %s ORDER BY id LIMIT %s"
+        for position in range(8):
+            prepared_rows(sql, [position, 10])
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+                           "WHERE statement LIKE '%%subscriptions_feedcursor WHERE id >%%'")
+            assert cursor.fetchall() == [(8, 0)]
+
     def test_djangos_own_queries_are_not_prepared(self):
         for _ in range(10):
             FeedCursor.objects.filter(last_id=12345).exists()
