@@ -41,6 +41,7 @@ _SUBSCRIPTION_SERVICE_TESTS = [
     "tests/subscriptions/test_batch_evaluation.py",
     "tests/subscriptions/test_automatic_push.py",
     "tests/subscriptions/test_subscription_concurrency.py",
+    "tests/subscriptions/test_notify_topic_ownership.py",  # the topic check in the upsert
     "tests/subscriptions/test_services_mutants.py",
     "tests/subscriptions/test_subscription_admin.py",  # push now: the forced evaluation
     "tests/serviceregistry/test_pull_lookup_api.py",

@@ -63,6 +63,21 @@ class SubscriptionUpsertTests:
             "b" * 64, True, None)
         assert (stored.created_at, stored.updated_at) == (NOW, NOW)
 
+    def test_what_the_upsert_returns_is_the_stored_row(self):
+        """Created or overwritten, each returned subscription is the row as stored (written
+        by a plain statement, not `save()`): saving it again updates that row."""
+        [(created, was_created)] = subscribing.subscriptions_upsert(
+            owner="UpsertConsumer", subscribes=[_request("UpsertConsumer", **BODY)])
+        [(overwritten, was_created_again)] = subscribing.subscriptions_upsert(
+            owner="UpsertConsumer", subscribes=[_request("UpsertConsumer", **BODY)])
+        assert (was_created, was_created_again) == (True, False)
+        assert overwritten.id == created.id
+        assert overwritten.created_at == Subscription.objects.get(id=created.id).created_at
+        for subscription, duration in ((created, 11), (overwritten, 12)):
+            subscription.duration = duration
+            subscription.save()
+            assert Subscription.objects.get().duration == duration
+
     def test_the_same_notify_interface_is_overwritten_in_place(self, monkeypatch):
         first_id, _ = _write("UpsertConsumer", _request("UpsertConsumer", **BODY))
         Subscription.objects.filter(id=first_id).update(last_fingerprint="f" * 64,
