@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from django.db import connection
 
-from database.statements import Statement, prepared_execute
+from database.statements import Statement, prepared_rows
 
 # Names are locked through one of this many keys per namespace. PostgreSQL keeps advisory
 # locks in its shared lock table (max_locks_per_transaction, 64 by default, times
@@ -28,14 +28,12 @@ def advisory_key(namespace: str, name: str) -> int:
     return digest(namespace) * BUCKETS + digest(name) % BUCKETS
 
 
-def advisory_locks(namespace: str, names: Iterable[str],
-                   *more: tuple[str, Iterable[str]]) -> None:
-    """Lock the names (and those of `more`, further (namespace, names) pairs) until the
-    transaction ends; call it inside `transaction.atomic()` before reading or writing what
-    they name."""
-    statement = advisory_locks_statement(namespace, names, *more)
+def advisory_locks(namespace: str, names: Iterable[str]) -> None:
+    """Lock the names until the transaction ends; call it inside `transaction.atomic()`
+    before reading or writing what they name."""
+    statement = advisory_locks_statement(namespace, names)
     if statement is not None:
-        prepared_execute(*statement)
+        prepared_rows(*statement)
 
 
 def advisory_locks_statement(namespace: str, names: Iterable[str],

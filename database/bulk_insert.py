@@ -12,7 +12,7 @@ from typing import Any
 
 from django.db import models, transaction
 
-from database.statements import Statement
+from database.statements import Statement, placeholders
 
 
 def rows_insert(model: type[models.Model], columns: Sequence[str],
@@ -30,7 +30,7 @@ def rows_insert(model: type[models.Model], columns: Sequence[str],
     if connection.vendor != "postgresql":
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.executemany(f"INSERT INTO {table} ({names}) "
-                               f"VALUES ({', '.join(['%s'] * len(columns))})", prepared)
+                               f"VALUES ({placeholders(len(columns))})", prepared)
         return
     with connection.cursor() as cursor, cursor.cursor.copy(
             f"COPY {table} ({names}) FROM STDIN") as copy:
@@ -80,7 +80,7 @@ def model_rows_upsert(instances: Sequence[models.Model], *, unique: str,
     meta, quote = model._meta, connection.ops.quote_name
     fields = meta.concrete_fields
     preparers = [_preparer(field, connection) for field in fields]
-    row = f"({', '.join(['%s'] * len(fields))})"
+    row = f"({placeholders(len(fields))})"
     updated = ", ".join(f"{quote(meta.get_field(name).column)} = "
                         f"EXCLUDED.{quote(meta.get_field(name).column)}" for name in update)
     return (f"INSERT INTO {quote(meta.db_table)} "

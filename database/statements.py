@@ -1,7 +1,7 @@
 """Plain statements on the hot paths, run where the ORM's building of a query costs more than
 the query: a pull's feed read, a subscribe's locks, reads and write (docs/performance.md).
 
-`prepared_rows` / `prepared_execute`, for a statement run on its own, again and again
+`prepared_rows`, for a statement run on its own, again and again
 (PostgreSQL): Django's cursor binds parameters on the client, so psycopg never prepares its
 statements; psycopg's own cursor on Django's connection binds on the server and prepares the
 statement (`prepare=True`; settings.py turns psycopg's prepared statements on), in the
@@ -27,17 +27,6 @@ def prepared_rows(sql: str, params: Sequence[Any]) -> list[tuple]:
     with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
         cursor.execute(sql, params, prepare=True)
         return cursor.fetchall()
-
-
-def prepared_execute(sql: str, params: Sequence[Any]) -> None:
-    """Run `sql` (prepared on PostgreSQL) for its effect."""
-    if connection.vendor != "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(sql, list(params))
-        return
-    connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
-        cursor.execute(sql, params, prepare=True)
 
 
 # A statement and its parameters.

@@ -10,7 +10,7 @@ from django.db.models import Count, Q
 
 from conventions import names
 from conventions.pagination import PageRequest, filter_given, paginate
-from database.statements import Statement, model_instances, placeholders, statements_rows
+from database.statements import Statement, model_instances, placeholders, prepared_rows
 from subscriptions.models import MQTT_PROTOCOLS, Subscription
 
 # API sort field → column; the default order is createdAt DESC, ties by id.
@@ -88,8 +88,7 @@ def topic_users(topics: Sequence[str]) -> dict[str, set[str]]:
     building the ORM's JSON lookup cost five times the statement (docs/performance.md)."""
     if not topics:
         return {}
-    [rows] = statements_rows([topic_users_statement(topics, ())])
-    users, _ = topic_users_read(rows)
+    users, _ = topic_users_read(prepared_rows(*topic_users_statement(topics, ())))
     return users
 
 

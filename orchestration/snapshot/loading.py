@@ -10,6 +10,7 @@ from typing import Any
 from django.db import connection
 from django.utils.dateparse import parse_datetime
 
+from database.statements import placeholders
 from orchestration.pull.records import (
     CatalogInstance,
     PullRule,
@@ -54,7 +55,7 @@ def _rows(sql: str, column: str, keys: Iterable[str | int] | None) -> Iterator[t
         keys = list(keys)
         for start in range(0, len(keys), _CHUNK):
             chunk = keys[start:start + _CHUNK]
-            cursor.execute(sql.format(keys=f"{column} IN ({', '.join(['%s'] * len(chunk))})"),
+            cursor.execute(sql.format(keys=f"{column} IN ({placeholders(len(chunk))})"),
                            chunk)
             yield from cursor.fetchall()
 

@@ -154,7 +154,7 @@ def subscriptions_upsert(*, owner: str, subscribes: Sequence[SubscribeRequest],
                 _apply(before, subscribe, now, subscription.last_fingerprint)
                 subscription = before
             upserted.append((subscription, before is None))
-        saved(written)
+        saved([subscription for subscription, created in upserted if created])
         if trigger:
             for subscription, _ in upserted:
                 subscription_push_queue(subscription, now=now)
