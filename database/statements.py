@@ -48,9 +48,11 @@ def statements_rows(statements: Sequence[Statement]) -> list[list[tuple]]:
             return results
         cursor.execute("; ".join(sql for sql, _ in statements),
                        [value for _, params in statements for value in params])
+        results_read = cursor.cursor  # psycopg's own, for the results (no wrapper per call)
         while True:
-            results.append(cursor.fetchall() if cursor.description else [])
-            if not cursor.nextset():
+            returned = results_read.pgresult.status == psycopg.pq.ExecStatus.TUPLES_OK
+            results.append(results_read.fetchall() if returned else [])
+            if not results_read.nextset():
                 return results
 
 
