@@ -11,7 +11,7 @@ BLACKLIST_SYSTEM = "Blacklist"
 BLACKLIST_DISCOVERY = PeerService(
     system=BLACKLIST_SYSTEM, definition="blacklistDiscovery", url_setting="BLACKLIST_URL",
     base_path="/blacklist", operations={"lookup": PeerOperation("GET", "/lookup"),
-                                        "check": PeerOperation("GET", "/check/{systemName}")})
+                                        "check": PeerOperation("GET", "/check")})
 BLACKLIST_MANAGEMENT = PeerService(
     system=BLACKLIST_SYSTEM, definition="blacklistManagement", url_setting="BLACKLIST_URL",
     base_path="/blacklist/mgmt", operations={"query": PeerOperation("POST", "/query"),

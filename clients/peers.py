@@ -146,7 +146,9 @@ def call(service: PeerService, operation: str, *, body: Any = None,
 
 
 def _fill(path: str, params: tuple[str, ...], service: PeerService, operation: str) -> str:
-    """The operation path with its `{…}` segments replaced, in order, by `params`."""
+    """The operation path with its `{…}` segments replaced, in order, by `params`; the params
+    left over are appended as segments of their own, as the Java systems' callers append
+    them (the Java Blacklist registers `check` as `/check`, its callers add the name)."""
     segments, values = [], list(params)
     for segment in path.split("/"):
         if segment.startswith("{") and segment.endswith("}"):
@@ -155,7 +157,9 @@ def _fill(path: str, params: tuple[str, ...], service: PeerService, operation: s
                                       "than expected")
             segment = urllib.parse.quote(values.pop(0), safe="")
         segments.append(segment)
-    return "/".join(segments)
+    filled = "/".join(segments)
+    return "/".join([filled.rstrip("/"), *(urllib.parse.quote(v, safe="") for v in values)]
+                    ) if values else filled
 
 
 def _exchange_as_us(service: PeerService, operation: str, method: str, url: str, body: Any,

@@ -1,13 +1,15 @@
 """A small Arrowhead Blacklist on 127.0.0.1, speaking the Java DTOs over real HTTP:
 
 - `blacklistDiscovery`/`check`: GET /blacklist/check/{systemName} → a bare boolean, true when
-  an active entry about the system has not expired;
+  an active entry about the system has not expired; registered, as the Java Blacklist
+  registers it, as `/check` (callers append the name as a segment);
 - `blacklistManagement`/`query`: POST /blacklist/mgmt/query, BlacklistQueryRequestDTO
   {pagination, systemNames, mode, issuers, revokers, reason, alivesAt} →
   BlacklistEntryListResponseDTO {entries, count}. `mode` ACTIVES, INACTIVES or ALL (null: ALL);
   `alivesAt` keeps the active entries that do not expire before it (the IDD: "if alivesAt is
   set, inactive records will not be returned"). Pages as the Java systems do: page and size
-  null → page 0 of `page_size`; a size above `page_size` is refused (400).
+  null → page 0 of `page_size`; a size above `page_size` is refused (400). Sorted by system
+  name, descending, as the Java Blacklist's entries are.
 
 Entries are added with `put(name, ...)`. The `blacklist` fixture (import it into a test module)
 serves one at BLACKLIST_URL with the filter on. Callers are identified with the declared policy (no
@@ -76,7 +78,7 @@ class FakeBlacklist(FakeSystem):
         interface = self.http_interfaces
         return {
             "blacklistDiscovery": interface(BASE, {
-                "lookup": ("GET", "/lookup"), "check": ("GET", "/check/{systemName}")}),
+                "lookup": ("GET", "/lookup"), "check": ("GET", "/check")}),
             "blacklistManagement": interface(f"{BASE}/mgmt", {
                 "query": ("POST", "/query"), "create": ("POST", "/create"),
                 "remove": ("DELETE", "/remove")}),
@@ -105,7 +107,7 @@ class FakeBlacklist(FakeSystem):
                         and (mode == "ALL" or entry.active == (mode == "ACTIVES"))
                         # "if alivesAt is set, inactive records will not be returned" (IDD)
                         and (alives_at is None or (entry.active and entry.alive_at(alives_at)))]
-        matching.sort(key=lambda entry: entry.system_name)
+        matching.sort(key=lambda entry: entry.system_name, reverse=True)  # Java: name DESC
         return 200, {"entries": [entry.dto() for entry in matching[page * size:(page + 1) * size]],
                      "count": len(matching)}
 

@@ -40,6 +40,15 @@ class ExplicitUrlTests:
         assert peers.call(TOKENS, "verify", path_params=("a/b c",)) == {"verified": False}
         assert ca.calls[0].path == f"{TOKEN_VERIFY}a%2Fb%20c"
 
+    def test_it_appends_path_parameters_the_path_has_no_place_for(self, ca):
+        # As the Java systems' callers do: the Java Blacklist registers `check` as `/check`.
+        service = peers.PeerService("ConsumerAuthorization", "authorizationToken",
+                                    "CONSUMER_AUTHORIZATION_URL",
+                                    "/consumerauthorization/authorization-token",
+                                    {"verify": peers.PeerOperation("GET", "/token/verify")})
+        assert peers.call(service, "verify", path_params=("a/b c",)) == {"verified": False}
+        assert ca.calls[0].path == f"{TOKEN_VERIFY}a%2Fb%20c"
+
     def test_it_adds_the_query(self, ca):
         service = peers.PeerService("ConsumerAuthorization", "authorizationTokenManagement",
                                     "CONSUMER_AUTHORIZATION_URL",

@@ -195,6 +195,8 @@ class DiscoveryTests:
                      "BadConsumer system is blacklisted", f"POST {PULL}")
         assert [call.body for call in registry.lookups()] == [
             {"serviceDefinitionNames": ["blacklistDiscovery"]}]
+        # Registered as the Java Blacklist registers it (`/check`): the name is appended.
+        assert [call.path for call in blacklist.calls] == ["/blacklist/check/BadConsumer"]
 
     def test_it_prefers_the_explicit_url(self, api, blacklist, registry):
         blacklist.put("BadConsumer")
