@@ -107,8 +107,11 @@ class FakeSystem:
                     return self._send(*refusal)
                 caller = fake.identify(authorization)
                 if caller is None and not fake.anonymous_allowed(self.path, body):
-                    return self._send(401, error_body(401, "AUTH", "Invalid authorization "
-                                                      "header", origin))
+                    # As the Java filters answer: their errors name no origin.
+                    message = ("Invalid authorization header" if authorization else
+                               "No authorization header has been provided")
+                    return self._send(401, {"errorMessage": message, "errorCode": 401,
+                                            "exceptionType": "AUTH"})
                 with fake._lock:
                     answer = fake.answer(self.command, self.path, caller, body)
                 self._send(*answer)
@@ -136,3 +139,12 @@ class FakeSystem:
 def not_found(method: str, path: str) -> tuple[int, Any]:
     return 404, error_body(404, "DATA_NOT_FOUND", "Not found",
                            f"{method} {urlsplit(path).path}")
+
+
+def without_nulls(value: Any) -> Any:
+    """`value` without its null fields, at every depth: the Java systems leave them out."""
+    if isinstance(value, dict):
+        return {key: without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [without_nulls(item) for item in value]
+    return value

@@ -67,7 +67,9 @@ class ServiceRegistryClientTests:
 class ServiceLookupByDefinitionTests:
     def test_it_looks_up_identity_without_an_authorization_header(self, registry, settings):
         settings.AUTHENTICATION_POLICY = "outsourced"
-        registry.put_instance("Authentication|identity|5.0.0", interfaces=[])
+        # Registered as the Java Authentication registers it: found by anyone.
+        registry.put_instance("Authentication|identity|5.0.0", interfaces=[],
+                              metadata={"unrestrictedDiscovery": True})
         registry.put_instance("Other|temperature|1.0.0", interfaces=[])
         entries = client.service_lookup_by_definition(["identity"], authenticated=False)
         assert [entry["instanceId"] for entry in entries] == ["Authentication|identity|5.0.0"]
@@ -77,4 +79,5 @@ class ServiceLookupByDefinitionTests:
         with pytest.raises(client.ServiceRegistryUnavailable) as raised:
             client.service_lookup_by_definition(["temperature"], authenticated=False)
         assert raised.value.status_code == 503
-        assert "answered HTTP 401: Invalid authorization header" in raised.value.message
+        assert ("answered HTTP 401: No authorization header has been provided"
+                in raised.value.message)

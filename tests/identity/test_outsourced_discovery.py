@@ -78,7 +78,9 @@ def register_identity(registry: FakeServiceRegistry, url: str) -> None:
     mqtt = {"templateName": "generic_mqtt", "protocol": "tcp", "policy": "NONE",
             "properties": {"accessAddresses": ["127.0.0.1"], "accessPort": 1883,
                            "baseTopic": "arrowhead/identity/", "operations": ["identity-login"]}}
-    registry.put_instance(IDENTITY_ID, interfaces=[mqtt, identity_interface(url)])
+    # As the Java Authentication registers it: found by anyone (restricted discovery).
+    registry.put_instance(IDENTITY_ID, interfaces=[mqtt, identity_interface(url)],
+                          metadata={"unrestrictedDiscovery": True})
 
 
 def whoami(api, token: str):
