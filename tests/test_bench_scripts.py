@@ -121,3 +121,24 @@ def test_metrics_on_is_compared_with_metrics_off_per_scenario() -> None:
     assert [line.split()[4] for line in lines] == ["echo", "pull", "full-list"]
     assert "req/s  1.10" in lines[0] and "req/s  0.90" in lines[1] and "p99  1.10" in lines[1]
     assert lines[2].endswith("invalid (errors)") and not lines[1].endswith("(errors)")
+
+
+against_java = load_bench("against_java")
+
+
+def test_the_java_comparison_gives_each_consumer_ten_distinct_instances_of_its_service():
+    providers = 100
+    rules = against_java.rules_of(1234, providers)
+    assert [rule["priority"] for rule in rules] == list(range(1, 11))
+    ids = [rule["serviceInstanceId"] for rule in rules]
+    assert len(set(ids)) == 10
+    assert {against_java.instance_id(0, 1234 % providers).split("|")[1]} == \
+        {instance.split("|")[1] for instance in ids}
+
+
+def test_the_java_start_up_is_read_from_its_last_started_line(tmp_path):
+    log = tmp_path / "java.log"
+    log.write_text("Started A in 20.1 seconds (process running for 22.5)\n...\n"
+                   "Started SimpleStoreServiceOrchestrationApplication in 11.7 seconds "
+                   "(process running for 13.4)\n")
+    assert against_java.java_log_startup(log) == 13.4
