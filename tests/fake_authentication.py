@@ -1,5 +1,7 @@
 """A small Arrowhead Authentication system on 127.0.0.1 (reference-dynamic §13.1), so that the
-`outsourced` policy is tested over real HTTP: identity-login and identity-verify only."""
+`outsourced` policy is tested over real HTTP: identity-login and identity-verify only, held to
+tests/recordings/authentication.json (tests/interop): a login without a password is 400, a
+logged-in system's token verifies, the filter's 401s name no origin."""
 import datetime as dt
 import json
 import threading
@@ -89,6 +91,9 @@ nothing else happen);
         name = body.get("systemName") if isinstance(body, dict) else None
         credentials = body.get("credentials") if isinstance(body, dict) else None
         password = credentials.get("password") if isinstance(credentials, dict) else None
+        if not password:
+            return 400, error_body(400, "INVALID_PARAMETER", "Missing credentials",
+                                   f"POST {LOGIN_PATH}")
         if name not in self.passwords or password != self.passwords[name]:
             return 401, error_body(401, "AUTH", "Invalid name and/or credentials",
                                    f"POST {LOGIN_PATH}")
@@ -106,9 +111,12 @@ nothing else happen);
         with self._lock:
             self.verify_headers.append(authorization)
             caller = self._caller(authorization)
-            identity = self._identities.get(unquote(path[len(VERIFY_PREFIX):]))
-        if caller is None:
-            return 401, error_body(401, "AUTH", "Invalid identity token", f"GET {path}")
+            token = unquote(path[len(VERIFY_PREFIX):])
+            identity = self._identities.get(token) or self._sessions.get(token)
+        if caller is None:  # as the reference's filter answers: no origin
+            return 401, {"errorMessage": "Invalid identity token" if authorization else
+                         "No authorization header has been provided", "errorCode": 401,
+                         "exceptionType": "AUTH"}
         if identity is None:
             return 200, {"verified": False}
         return 200, {"verified": True, "systemName": identity.system_name,

@@ -14,7 +14,8 @@ A recording is one flow against one real system, from its freshly created databa
 `volatile` lists JSON pointers (`*`: any list index or key) of values that differ from run to
 run (instants, tokens, generated ids): present in both answers, their values not compared. A
 request may use a value of an earlier answer of the same run (a token it was given):
-`{{N/pointer}}` in its path or in a string of its body is the value at `pointer` of answer N
+`{{N/pointer}}` in its path, its Authorization header or a string of its body is the value at
+`pointer` of answer N
 (counted from 1), resolved as each request is sent, to the real system when recording and to
 the stand-in when replaying.
 Replaying a recording sends its requests, in order, to a fresh stand-in over real HTTP; every
@@ -142,7 +143,8 @@ def differences(base_url: str, recorded: Recording) -> list[str]:
     found, answers = [], []
     for number, exchange in enumerate(recorded.exchanges, start=1):
         status, answer = send(base_url, exchange.method, resolved(exchange.path, answers),
-                              exchange.authorization, resolved(exchange.body, answers))
+                              resolved(exchange.authorization, answers),
+                              resolved(exchange.body, answers))
         answers.append(answer)
         expected = masked(exchange.answer, exchange.volatile)
         got = masked(answer, exchange.volatile)

@@ -6,6 +6,8 @@ identity policy, plain HTTP (docs/local-cloud.md, "Beside the official systems")
     .venv/bin/python -m tests.interop.record --flow serviceregistry --url http://127.0.0.1:8443
     .venv/bin/python -m tests.interop.record --flow consumerauthorization --url http://127.0.0.1:8445
     .venv/bin/python -m tests.interop.record --flow blacklist --url http://127.0.0.1:8464
+    .venv/bin/python -m tests.interop.record --flow authentication --url http://127.0.0.1:8444 \
+        --policy outsourced
 
 The requests are the ones the service sends (its registration bodies come from
 serviceregistry/published.py) and the ones that set up what those depend on (a provider's
@@ -26,6 +28,7 @@ VOLATILE_NAMES = {"createdAt", "updatedAt", "expiresAt", "token", "tokenReferenc
 US = "SimpleStoreServiceOrchestration"
 PROVIDER, CONSUMER, OTHER = "InteropProvider", "InteropConsumer", "InteropOther"
 INSTANCE = f"{PROVIDER}|interopService|1.0.0"
+PASSWORD = "interop-123"  # of US and CONSUMER in the recorded Authentication system
 
 
 def declared(name: str | None) -> str | None:
@@ -159,7 +162,37 @@ def blacklist_flow() -> list[dict]:
     ]
 
 
-FLOWS = {"serviceregistry": ("ServiceRegistry", serviceregistry_flow),
+def authentication_flow() -> list[dict]:
+    """Needs the identities of US and CONSUMER with PASSWORD, made by the operator first
+    (`POST /authentication/mgmt/identities`); the login is the one the service makes
+    (clients/authentication.py), the verification the one of the outsourced policy."""
+    base = "/authentication/identity"
+
+    def login(name: str, password: str | None) -> dict:
+        return {"systemName": name, "credentials": {} if password is None
+                else {"password": password}}
+
+    ours = "Bearer IDENTITY-TOKEN//{{1/token}}"
+    return [
+        step("we log in", "POST", f"{base}/login", None, login(US, PASSWORD)),
+        step("a consumer logs in", "POST", f"{base}/login", None, login(CONSUMER, PASSWORD)),
+        {**step("we verify its token", "GET", f"{base}/verify/{{{{2/token}}}}", None),
+         "authorization": ours},
+        {**step("an unknown token", "GET", f"{base}/verify/interop-unknown-token", None),
+         "authorization": ours},
+        step("verifying without our token", "GET", f"{base}/verify/{{{{2/token}}}}", None),
+        {**step("verifying with a token that is not one", "GET",
+                f"{base}/verify/{{{{2/token}}}}", None),
+         "authorization": "Bearer IDENTITY-TOKEN//interop-unknown-token"},
+        step("a wrong password", "POST", f"{base}/login", None, login(CONSUMER, "wrong")),
+        step("no password", "POST", f"{base}/login", None, login(CONSUMER, None)),
+        step("an unknown system", "POST", f"{base}/login", None,
+             login("InteropNobody", PASSWORD)),
+    ]
+
+
+FLOWS = {"authentication": ("Authentication", authentication_flow),
+         "serviceregistry": ("ServiceRegistry", serviceregistry_flow),
          "consumerauthorization": ("ConsumerAuthorization", consumerauthorization_flow),
          "blacklist": ("Blacklist", blacklist_flow)}
 
@@ -185,6 +218,7 @@ def main() -> None:
     parser.add_argument("--url", required=True, help="the real system, e.g. http://127.0.0.1:8443")
     parser.add_argument("--version", default="5.2.0", help="the Java system's version")
     parser.add_argument("--how", default="", help="how the system was built and run")
+    parser.add_argument("--policy", default="declared", help="the cloud's identity policy")
     arguments = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     import django
@@ -193,7 +227,8 @@ def main() -> None:
     exchanges, answers = [], []
     for request in flow():
         status, answer = send(arguments.url, request["method"],
-                              resolved(request["path"], answers), request["authorization"],
+                              resolved(request["path"], answers),
+                              resolved(request["authorization"], answers),
                               resolved(request["body"], answers))
         answers.append(answer)
         print(f"{status} {request['method']} {request['path']}  ({request['note']})",
@@ -206,7 +241,7 @@ def main() -> None:
     path = RECORDINGS / f"{arguments.flow}.json"
     RECORDINGS.mkdir(exist_ok=True)
     path.write_text(json.dumps({
-        "system": system, "version": arguments.version, "policy": "declared",
+        "system": system, "version": arguments.version, "policy": arguments.policy,
         "recorded": dt.date.today().isoformat(), "how": arguments.how,
         "exchanges": exchanges}, indent=1) + "\n")
     print(f"wrote {path}", file=sys.stderr)

@@ -5,12 +5,15 @@ every answer must be the recorded one, volatile values aside. CI runs no Java; t
 stand-ins, and so every test that talks to them, on the real contract."""
 import pytest
 
+from tests.fake_authentication import FakeAuthentication
 from tests.fake_blacklist import FakeBlacklist
 from tests.fake_consumer_authorization import FakeConsumerAuthorization
 from tests.fake_service_registry import FakeServiceRegistry
 from tests.interop.exchanges import differences, recording, recordings
+from tests.interop.record import CONSUMER, PASSWORD, US
 
-STAND_INS = {"ServiceRegistry": FakeServiceRegistry,
+STAND_INS = {"Authentication": lambda: FakeAuthentication({US: PASSWORD, CONSUMER: PASSWORD}),
+             "ServiceRegistry": FakeServiceRegistry,
              "ConsumerAuthorization": FakeConsumerAuthorization,
              "Blacklist": FakeBlacklist}
 
