@@ -113,10 +113,8 @@ nothing else happen);
             caller = self._caller(authorization)
             token = unquote(path[len(VERIFY_PREFIX):])
             identity = self._identities.get(token) or self._sessions.get(token)
-        if caller is None:  # as the reference's filter answers: no origin
-            return 401, {"errorMessage": "Invalid identity token" if authorization else
-                         "No authorization header has been provided", "errorCode": 401,
-                         "exceptionType": "AUTH"}
+        if caller is None:
+            return 401, filter_refusal(authorization, "Invalid identity token")
         if identity is None:
             return 200, {"verified": False}
         return 200, {"verified": True, "systemName": identity.system_name,
@@ -177,3 +175,10 @@ nothing else happen);
 def error_body(status: int, exception_type: str, message: str, origin: str) -> dict[str, Any]:
     return {"errorMessage": message, "errorCode": status, "exceptionType": exception_type,
             "origin": origin}
+
+
+def filter_refusal(authorization: str | None, invalid: str) -> dict[str, Any]:
+    """The 401 of a Java system's authentication filter: no origin, and its text says whether
+    a header came (`invalid`: the filter's words for one it refuses)."""
+    message = invalid if authorization else "No authorization header has been provided"
+    return {"errorMessage": message, "errorCode": 401, "exceptionType": "AUTH"}

@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from tests.endpoints import serve_on_loopback, server_url, stop_serving
-from tests.fake_authentication import error_body
+from tests.fake_authentication import error_body, filter_refusal
 
 
 @dataclass(frozen=True)
@@ -107,11 +107,8 @@ class FakeSystem:
                     return self._send(*refusal)
                 caller = fake.identify(authorization)
                 if caller is None and not fake.anonymous_allowed(self.path, body):
-                    # As the Java filters answer: their errors name no origin.
-                    message = ("Invalid authorization header" if authorization else
-                               "No authorization header has been provided")
-                    return self._send(401, {"errorMessage": message, "errorCode": 401,
-                                            "exceptionType": "AUTH"})
+                    return self._send(401, filter_refusal(authorization,
+                                                          "Invalid authorization header"))
                 with fake._lock:
                     answer = fake.answer(self.command, self.path, caller, body)
                 self._send(*answer)
