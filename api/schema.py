@@ -189,3 +189,10 @@ def postprocess_server_limits(result: dict, generator, request, public) -> dict:
                     "description": f"{own}; or: {meaning}" if own else meaning}
             operation["responses"] = dict(sorted(responses.items()))
     return result
+
+
+def leave_out_java_client_paths(endpoints: list[tuple]) -> list[tuple]:
+    """drf-spectacular preprocessing hook: the paths served only for the Java common library's
+    way of passing path parameters (`…/unsubscribe/{id}/<id>`, subscriptions/urls.py) are
+    the documented operations again, not operations of their own."""
+    return [endpoint for endpoint in endpoints if "/{id}/" not in endpoint[0]]

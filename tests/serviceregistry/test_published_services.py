@@ -104,6 +104,15 @@ def served_paths() -> list[tuple[str, str, str, str]]:
             for service in SERVICES for name, operation in service.operations.items()]
 
 
+def java_client_paths() -> list[tuple[str, str, str, str]]:
+    """The paths the Java common library calls for operations with a path parameter: the
+    registered path as it is, `{id}` included, and the parameter appended as a segment."""
+    return [(service.definition, name, operation.method,
+             service.base_path + operation.path + "/" + str(uuid.uuid4()))
+            for service in SERVICES for name, operation in service.operations.items()
+            if "{id}" in operation.path]
+
+
 def api_views() -> list[tuple[str, type]]:
     """(route, view class) of every DRF view in the URL configuration."""
     found = []
@@ -133,6 +142,13 @@ class OperationTableTests:
         assert hasattr(view, method.lower()), f"{definition}: {path} does not serve {method}"
         assert served_operation(view, method) == operation(definition, name), \
             f"{path} does not declare {definition}/{name} for {method}"
+
+    @pytest.mark.parametrize("definition, name, method, path", java_client_paths())
+    def test_it_serves_the_paths_java_clients_make_of_path_parameters(self, definition, name,
+                                                                       method, path):
+        view = resolve(path).func.view_class
+        assert view is not NotFoundApi, f"{definition}: {path} is not served"
+        assert served_operation(view, method) == operation(definition, name)
 
     def test_every_management_path_declares_a_management_operation(self):
         """The management check follows the declarations, so a `/mgmt/` view without one

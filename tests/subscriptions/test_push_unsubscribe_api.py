@@ -68,6 +68,14 @@ class PushUnsubscribeApiTests:
         assert (delivery.status, delivery.last_error) == (
             NotificationDelivery.Status.CANCELLED, "Unsubscribed")
 
+    def test_it_serves_the_path_the_java_common_library_makes(self, api):
+        """ArrowheadHttpService appends the id to the registered `/unsubscribe/{id}`."""
+        removed, kept = (make_push_subscription(api, "ConsumerA"),
+                         make_push_subscription(api, "ConsumerB"))
+        response = api.delete(f"{PUSH_UNSUBSCRIBE}/%7Bid%7D/{removed}", **SYSOP)
+        assert response.status_code == 200
+        assert remaining() == {kept}
+
     @pytest.mark.parametrize("query", ["", "?ids=", "?ids=%20,%20", "?other=1"])
     def test_it_refuses_no_ids(self, api, query):  # PU3
         assert_error(api.delete(f"{PUSH_UNSUBSCRIBE}{query}", **SYSOP), 400,

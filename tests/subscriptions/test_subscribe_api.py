@@ -197,6 +197,18 @@ class UnsubscribeApiTests:
         assert not Subscription.objects.exists()
         assert api.delete(path, **as_system("TemperatureConsumer")).status_code == 204
 
+    @pytest.mark.parametrize("placeholder", ["{id}", "%7Bid%7D"])
+    def test_it_serves_the_path_the_java_common_library_makes(self, api, placeholder):
+        """ArrowheadHttpService appends the id to the registered `/unsubscribe/{id}`."""
+        subscription_id = make_subscription(api)
+        path = f"{UNSUBSCRIBE}/{placeholder}/{subscription_id}"
+        first = api.delete(path, **as_system("TemperatureConsumer"))
+        assert (first.status_code, first.content) == (200, b"")
+        assert not Subscription.objects.exists()
+        assert_error(api.delete(f"{UNSUBSCRIBE}/{placeholder}/x", **as_system("Intruder")), 400,
+                     "INVALID_PARAMETER", "Invalid subscription id",
+                     f"DELETE {UNSUBSCRIBE}/{{id}}/x")
+
     def test_it_answers_204_for_an_unknown_id(self, api):
         response = api.delete(f"{UNSUBSCRIBE}/{uuid.uuid4()}", **as_system("TemperatureConsumer"))
         assert (response.status_code, response.content) == (204, b"")
