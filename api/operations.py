@@ -8,8 +8,10 @@ against the URL configuration and the views' declarations, so a registered path 
 differ from a served one.
 """
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from django.conf import settings
 
 ORCHESTRATION = "/serviceorchestration/orchestration"
 
@@ -31,6 +33,8 @@ class PublishedService:
     # Below MQTT_API_BASE_TOPIC: the topics of its operations over the MQTT interface
     # (mqtt_api/operations.py); None for a service the reference does not serve over MQTT.
     mqtt_base: str | None = None
+    # The ORCHESTRATION_STRATEGY that publishes and serves it; None: every strategy.
+    strategy: str | None = None
 
     @property
     def is_management(self) -> bool:
@@ -50,6 +54,10 @@ class ServiceOperation:
 
 
 ORCHESTRATION_SERVICE = "serviceOrchestration"
+FLEXIBLE_STORE_MANAGEMENT = "serviceOrchestrationFlexibleStoreManagement"
+SIMPLE_STORE, FLEXIBLE_STORE = "simple-store", "flexible-store"
+# ORCHESTRATION_STRATEGY → the `orchestrationStrategy` metadata of serviceOrchestration
+STRATEGY_METADATA = {SIMPLE_STORE: "simpleStore", FLEXIBLE_STORE: "flexibleStore"}
 
 SERVICES: tuple[PublishedService, ...] = (
     PublishedService("generalManagement", "/serviceorchestration/general/mgmt", {
@@ -70,7 +78,12 @@ SERVICES: tuple[PublishedService, ...] = (
         "create": Operation("POST", "/create", "store.add_rule"),
         "modify-priorities": Operation("PUT", "/modify-priorities", "store.change_rule"),
         "remove": Operation("DELETE", "/remove", "store.delete_rule"),
-    }, mqtt_base="orchestration/management/store/"),
+    }, mqtt_base="orchestration/management/store/", strategy=SIMPLE_STORE),
+    PublishedService(FLEXIBLE_STORE_MANAGEMENT, f"{ORCHESTRATION}/mgmt/flexible-store", {
+        "query": Operation("POST", "/query", "store.view_flexiblerule"),
+        "create": Operation("POST", "/create", "store.add_flexiblerule"),
+        "remove": Operation("DELETE", "/remove", "store.delete_flexiblerule"),
+    }, strategy=FLEXIBLE_STORE),
     PublishedService("serviceOrchestrationHistoryManagement", f"{ORCHESTRATION}/mgmt/history", {
         "query": Operation("POST", "/query", "orchestration.view_orchestrationjob"),
     }, mqtt_base="orchestration/management/history/"),
@@ -86,10 +99,28 @@ SERVICES: tuple[PublishedService, ...] = (
         "pull": Operation("POST", "/pull"),
         "subscribe": Operation("POST", "/subscribe"),
         "unsubscribe": Operation("DELETE", "/unsubscribe/{id}"),
-    }, metadata={"orchestrationStrategy": "simpleStore", "unrestrictedDiscovery": True},
-        mqtt_base="orchestration/"),
+    }, metadata={"unrestrictedDiscovery": True}, mqtt_base="orchestration/"),
 )
 
+
+def published_services() -> tuple[PublishedService, ...]:
+    """The services of the strategy in force (ORCHESTRATION_STRATEGY), as registered in the
+    ServiceRegistry: `serviceOrchestration` says the strategy in its metadata, as the Java
+    orchestrators do."""
+    strategy = settings.ORCHESTRATION_STRATEGY
+    return tuple(
+        replace(service, metadata={"orchestrationStrategy": STRATEGY_METADATA[strategy],
+                                   **service.metadata})
+        if service.definition == ORCHESTRATION_SERVICE else service
+        for service in SERVICES if service.strategy in (None, strategy))
+
+
+def is_served(operation: "ServiceOperation") -> bool:
+    """Whether the strategy in force serves the operation (the other store's management is
+    answered like an unknown path)."""
+    return _STRATEGIES.get(operation.service) in (None, settings.ORCHESTRATION_STRATEGY)
+
+_STRATEGIES = {service.definition: service.strategy for service in SERVICES}
 _OPERATIONS = {(service.definition, name): ServiceOperation(
     service.definition, name, service.is_management, operation.permission)
     for service in SERVICES for name, operation in service.operations.items()}

@@ -5,6 +5,8 @@ from django.conf import settings
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 
+from api.operations import is_served, served_operation
+
 _MEANINGS = {
     400: "Invalid request, including NUL characters, lone surrogates or non-finite numbers "
          "anywhere in it (INVALID_PARAMETER)",
@@ -191,8 +193,16 @@ def postprocess_server_limits(result: dict, generator, request, public) -> dict:
     return result
 
 
-def leave_out_java_client_paths(endpoints: list[tuple]) -> list[tuple]:
-    """drf-spectacular preprocessing hook: the paths served only for the Java common library's
-    way of passing path parameters (`…/unsubscribe/{id}/<id>`, subscriptions/urls.py) are
-    the documented operations again, not operations of their own."""
-    return [endpoint for endpoint in endpoints if "/{id}/" not in endpoint[0]]
+def served_endpoints(endpoints: list[tuple]) -> list[tuple]:
+    """drf-spectacular preprocessing hook: the operations this service serves, once. Left out:
+    those of the other orchestration strategy's store (answered like unknown paths,
+    api.strategy_gate), and the paths served only for the Java common library's way of
+    passing path parameters (`…/unsubscribe/{id}/<id>`, subscriptions/urls.py), which are the
+    documented operations again."""
+    return [(path, regex, method, callback) for path, regex, method, callback in endpoints
+            if "/{id}/" not in path and _served(callback, method)]
+
+
+def _served(callback, method: str) -> bool:
+    operation = served_operation(callback.cls, method)
+    return operation is None or is_served(operation)

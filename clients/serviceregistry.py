@@ -75,6 +75,18 @@ def service_lookup_by_definition(names: list[str], *, authenticated: bool = True
                    timeout=timeout)
 
 
+@outbound_call("ServiceRegistry", "systemDiscovery/lookup")
+def system_lookup(names: list[str], *, timeout: float | None = None) -> list[dict]:
+    """`systemDiscovery`/`lookup` by system names, terse: the SystemResponseDTO entries of the
+    systems the ServiceRegistry knows (their `name` and `metadata` are what we read)."""
+    answer = _object(_call("POST", f"{SYSTEM_DISCOVERY}/lookup?verbose=false",
+                           {"systemNames": list(names)}, timeout), "lookup")
+    entries = answer.get("entries")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ServiceRegistryUnavailable("ServiceRegistry system lookup answered no entries list")
+    return entries
+
+
 @outbound_call("ServiceRegistry", "serviceDiscovery/lookup")
 def _lookup(body: dict[str, Any], *, authenticated: bool = True,
             timeout: float | None) -> list[dict]:

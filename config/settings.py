@@ -191,7 +191,13 @@ STATIC_ROOT = env.str("STATIC_ROOT", default=str(VAR_DIR / "static"))
 SERVE_STATIC = env.bool("SERVE_STATIC", default=True)
 
 # --- Arrowhead service
-SYSTEM_NAME = env.str("SYSTEM_NAME", default="SimpleStoreServiceOrchestration")
+# The orchestration strategy (issue 33, docs/flexible-store.md): the pull semantics, the
+# services registered and served, and the default system name.
+ORCHESTRATION_STRATEGY = env_choice("ORCHESTRATION_STRATEGY", "simple-store",
+                                    ("simple-store", "flexible-store"))
+SYSTEM_NAME = env.str("SYSTEM_NAME", default={
+    "simple-store": "SimpleStoreServiceOrchestration",
+    "flexible-store": "FlexibleServiceOrchestration"}[ORCHESTRATION_STRATEGY])
 HOST = env.str("HOST", default="127.0.0.1")
 PORT = env.int("PORT", default=8465)
 # The HTTP server (config/gunicorn.py, config/front.py): 4 processes of 2 threads, chosen by
@@ -418,7 +424,8 @@ REST_FRAMEWORK = {
     # The Blacklist filter comes before every other permission, as in the reference's filter
     # chain (order 20, before the management filter): a blacklisted system learns nothing else.
     "DEFAULT_PERMISSION_CLASSES": ["identity.blacklist.BlacklistPermission",
-                                   "identity.permissions.ManagementPermission"],
+                                   "identity.permissions.ManagementPermission",
+                                   "api.strategy_gate.ServedByStrategy"],
     "EXCEPTION_HANDLER": "api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
@@ -437,7 +444,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "PREPROCESSING_HOOKS": ["api.schema.leave_out_java_client_paths"],
+    "PREPROCESSING_HOOKS": ["api.schema.served_endpoints"],
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "api.schema.postprocess_bodies",

@@ -3,18 +3,15 @@ an in-process cache (docs/local-cloud.md "Instances from the SR"). The entries a
 shape pull reads from a catalog ServiceInstance; their `pk` is None: the latency probe measures
 catalog interfaces only."""
 import datetime as dt
-import threading
-import time
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
 from clients import serviceregistry as registry
 from clients.serviceregistry import ServiceRegistryUnavailable
+from serviceregistry.answer_cache import AnswerCache
 
 CACHE_MAX_ENTRIES = 10_000
 
@@ -80,14 +77,11 @@ def adapt(entry: dict[str, Any]) -> RegistryInstance:
                             _Interfaces(_interface(instance_id, i) for i in interfaces))
 
 
-# Instance id -> (monotonic time of the answer, instance or None for "not found"), oldest first.
-_cache: OrderedDict[str, tuple[float, RegistryInstance | None]] = OrderedDict()
-_cache_lock = threading.Lock()
+_cache: AnswerCache[RegistryInstance] = AnswerCache(CACHE_MAX_ENTRIES)
 
 
 def cache_clear() -> None:
-    with _cache_lock:
-        _cache.clear()
+    _cache.clear()
 
 
 def registry_instances(instance_ids: Iterable[str], *,
@@ -96,22 +90,8 @@ def registry_instances(instance_ids: Iterable[str], *,
     the cache or one lookup of every id not freshly cached (with `refresh`: of every id), which
     raises ServiceRegistryUnavailable when it fails. Answers ("not found" too) are kept for
     SERVICE_REGISTRY_CACHE_SECONDS, at most CACHE_MAX_ENTRIES ids (the oldest go first)."""
-    ids = sorted(set(instance_ids))
-    now = time.monotonic()
-    since = now - settings.SERVICE_REGISTRY_CACHE_SECONDS
-    with _cache_lock:
-        cached = {} if refresh else {i: _cache[i] for i in ids if i in _cache}
-    answers = {i: instance for i, (at, instance) in cached.items() if at > since}
-    missing = [i for i in ids if i not in answers]
-    if missing:
-        looked_up = {entry.service_instance_id: entry
-                     for entry in map(adapt, registry.service_lookup(missing))}
-        answers.update((i, looked_up.get(i)) for i in missing)
-        if settings.SERVICE_REGISTRY_CACHE_SECONDS > 0:
-            with _cache_lock:
-                for instance_id in missing:
-                    _cache[instance_id] = (now, answers[instance_id])
-                    _cache.move_to_end(instance_id)
-                while len(_cache) > CACHE_MAX_ENTRIES:
-                    _cache.popitem(last=False)
-    return {i: instance for i, instance in answers.items() if instance is not None}
+    def lookup(missing: list[str]) -> dict[str, RegistryInstance]:
+        return {entry.service_instance_id: entry
+                for entry in map(adapt, registry.service_lookup(missing))}
+
+    return _cache.get_many(instance_ids, lookup, refresh=refresh)

@@ -9,7 +9,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from django.conf import settings
 
-from api.operations import SERVICES, PublishedService
+from api.operations import PublishedService, published_services
 from notifications.mqtt_broker import broker_address
 
 # The framework version the Java systems register with (`Constants.AH_FRAMEWORK_VERSION`).
@@ -28,10 +28,11 @@ def system_register_body() -> dict[str, Any]:
 
 
 def service_register_bodies() -> list[dict[str, Any]]:
-    """One ServiceInstanceCreateRequestDTO per published service, never expiring."""
+    """One ServiceInstanceCreateRequestDTO per service the strategy in force publishes, never
+    expiring."""
     return [{"serviceDefinitionName": service.definition, "version": SERVICE_VERSION,
              "expiresAt": None, "metadata": dict(service.metadata),
-             "interfaces": _interfaces(service)} for service in SERVICES]
+             "interfaces": _interfaces(service)} for service in published_services()]
 
 
 def _interfaces(service: PublishedService) -> list[dict[str, Any]]:

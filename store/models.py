@@ -113,3 +113,57 @@ class ServiceInterface(models.Model):
 
     def __str__(self) -> str:
         return f"{self.template_name} ({self.policy})"
+
+
+class FlexibleRule(models.Model):
+    """A flexible store rule (issue 33, docs/flexible-store.md): the consumers it applies to
+    (by name and/or system metadata), the providers it selects (by name and/or system
+    metadata), the service definition, and optionally the interface template, service-instance
+    metadata and version range the selected instances must have; `priority` orders the results
+    (lower is better). The metadata requirements are lists of requirement objects, any of which
+    may match, in the operator language of pull's `metadataRequirements`."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    consumer = models.CharField(max_length=63, null=True, blank=True)
+    consumer_metadata = models.JSONField(null=True, blank=True)
+    provider = models.CharField(max_length=63, null=True, blank=True)
+    provider_metadata = models.JSONField(null=True, blank=True)
+    service_definition = models.CharField(max_length=63)
+    interface_template = models.CharField(max_length=63, null=True, blank=True)
+    service_metadata = models.JSONField(null=True, blank=True)
+    min_version = models.CharField(max_length=14, null=True, blank=True)
+    max_version = models.CharField(max_length=14, null=True, blank=True)
+    priority = models.IntegerField()
+    # SHA-256 of the rule's fields (store.services.flexible_rules): the same rule twice is
+    # refused, and this unique index is the net under concurrent creates.
+    fingerprint = models.CharField(max_length=64, unique=True, editable=False)
+    created_by = models.CharField(max_length=63, editable=False)
+    created_at = models.DateTimeField(editable=False)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(priority__gte=1) & Q(priority__lte=MAX_PRIORITY),
+                name="flexible_rule_priority_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(consumer__isnull=False) | Q(consumer_metadata__isnull=False),
+                name="flexible_rule_has_consumer",
+            ),
+            models.CheckConstraint(
+                condition=Q(provider__isnull=False) | Q(provider_metadata__isnull=False),
+                name="flexible_rule_has_provider",
+            ),
+        ]
+        indexes = [
+            # pull: the rules naming the consumer, and those selecting consumers by metadata
+            models.Index(fields=["consumer", "service_definition"],
+                         name="flexible_rule_consumer"),
+            models.Index(fields=["service_definition"], name="flexible_rule_definition"),
+            models.Index(fields=["created_at", "id"], name="flexible_rule_created_at"),
+        ]
+
+    def __str__(self) -> str:
+        consumer = self.consumer or "consumers by metadata"
+        provider = self.provider or "providers by metadata"
+        return f"{consumer} → {self.service_definition} of {provider} ({self.priority})"

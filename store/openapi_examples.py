@@ -47,3 +47,27 @@ RULE_IDS = OpenApiExample(
     "The create example's rules", value=list(SWAPPED_RULES),
     description="Replace them with the ids the create example answered; unknown ids are "
     "ignored (200).")
+
+FLEXIBLE_CREATE = OpenApiExample("Celsius providers for the operator", request_only=True, value={
+    "entries": [
+        {"consumer": "Sysop", "provider": "TemperatureProvider",
+         "serviceDefinition": "temperatureInfo", "interfaceTemplateName": "generic_http",
+         "serviceMetadataRequirements": [{"unit": "celsius"}], "minVersion": "1.0",
+         "priority": 1},
+        {"consumerMetadataRequirements": [{"site": "plant1"}],
+         "providerMetadataRequirements": [{"vendor": {"op": "IN", "value": ["acme", "contoso"]}}],
+         "serviceDefinition": "temperatureInfo", "priority": 2},
+    ]}, description="The first rule selects the instance the catalog's create example registers "
+    "for the operator, so that pull's example, sent with the same identity, finds it; the "
+    "second, any consumer of site `plant1` (its system metadata in the ServiceRegistry) with "
+    "the providers of two vendors.")
+FLEXIBLE_QUERY = OpenApiExample("The rules of one service, best first", request_only=True,
+                                value={"serviceDefinitions": ["temperatureInfo"],
+                                       "pagination": {"page": 0, "size": 10, "direction": "ASC",
+                                                      "sortField": "priority"}})
+# Stands for the id of the first rule the flexible create example makes (see SWAPPED_RULES).
+FLEXIBLE_RULE = "7e57f1e8-0b1e-4c0d-9a11-5f0e0c1a2b3c"
+FLEXIBLE_RULE_IDS = OpenApiExample(
+    "The create example's first rule", value=[FLEXIBLE_RULE],
+    description="Replace it with an id the create example answered; unknown ids are ignored "
+    "(200).")

@@ -1,5 +1,10 @@
 from django.urls import path
 
+from store.apis.flexible_rules import (
+    FlexibleRuleCreateApi,
+    FlexibleRuleQueryApi,
+    FlexibleRuleRemoveApi,
+)
 from store.apis.instances import (
     InstanceCreateApi,
     InstanceQueryApi,
@@ -15,6 +20,7 @@ from store.apis.rules import (
 )
 
 SIMPLE_STORE = "mgmt/simple-store"
+FLEXIBLE_STORE = "mgmt/flexible-store"
 INSTANCES = "mgmt/service-instances"
 
 urlpatterns = [
@@ -23,6 +29,9 @@ urlpatterns = [
     path(f"{SIMPLE_STORE}/modify-priorities", RuleModifyPrioritiesApi.as_view()),
     path(f"{SIMPLE_STORE}/remove", RuleRemoveApi.as_view()),
     path(SIMPLE_STORE, RuleRemoveAtStoreApi.as_view()),
+    path(f"{FLEXIBLE_STORE}/query", FlexibleRuleQueryApi.as_view()),
+    path(f"{FLEXIBLE_STORE}/create", FlexibleRuleCreateApi.as_view()),
+    path(f"{FLEXIBLE_STORE}/remove", FlexibleRuleRemoveApi.as_view()),
     path(f"{INSTANCES}/create", InstanceCreateApi.as_view()),
     path(f"{INSTANCES}/update", InstanceUpdateApi.as_view()),
     path(f"{INSTANCES}/query", InstanceQueryApi.as_view()),

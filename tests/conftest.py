@@ -15,7 +15,7 @@ from notifications import address_policy  # noqa: E402
 from orchestration.history.job_writer import job_writer_flush  # noqa: E402
 from clients import exchange, peers  # noqa: E402
 from orchestration.snapshot.state import snapshot_stop  # noqa: E402
-from serviceregistry import instances  # noqa: E402
+from serviceregistry import discovery, instances  # noqa: E402
 from tests import services  # noqa: E402
 from tests.endpoints import HttpSink, MqttReceiver  # noqa: E402
 from tests.fake_service_registry import FakeServiceRegistry  # noqa: E402
@@ -116,8 +116,10 @@ def registry(settings):
     settings.SERVICE_REGISTRY_CACHE_SECONDS = 10
     exchange.opener.cache_clear()
     instances.cache_clear()
+    discovery.cache_clear()
     peers.forget_locations()
     yield fake
     fake.stop()
     instances.cache_clear()
+    discovery.cache_clear()
     peers.forget_locations()

@@ -16,6 +16,7 @@ from tests.fake_system import Call, FakeSystem, declared_identity, not_found, wi
 
 SYSTEM_REGISTER = "/serviceregistry/system-discovery/register"
 SYSTEM_REVOKE = "/serviceregistry/system-discovery/revoke"
+SYSTEM_LOOKUP = "/serviceregistry/system-discovery/lookup"
 SERVICE_REGISTER = "/serviceregistry/service-discovery/register"
 SERVICE_REVOKE = "/serviceregistry/service-discovery/revoke/"
 LOOKUP = "/serviceregistry/service-discovery/lookup"
@@ -71,16 +72,27 @@ class FakeServiceRegistry(FakeSystem):
         with self._lock:
             return [call for call in self.calls if urlsplit(call.path).path == LOOKUP]
 
+    def put_system(self, name: str, metadata: dict[str, Any] | None = None,
+                   ) -> dict[str, Any]:
+        """Make the system known (replacing one of its name) as the SR answers it."""
+        now = iso(utc_now())
+        system = {"name": name, "metadata": metadata or {}, "version": "1.0.0",
+                  "addresses": [{"type": "IPV4", "address": "127.0.0.1"}], "createdAt": now,
+                  "updatedAt": now}
+        with self._lock:
+            self.systems[name] = system
+        return system
+
     def put_instance(self, instance_id: str, *, interfaces: list[dict[str, Any]],
-                     metadata: dict[str, Any] | None = None,
-                     expires_at: str | None = None) -> dict[str, Any]:
+                     metadata: dict[str, Any] | None = None, expires_at: str | None = None,
+                     provider_metadata: dict[str, Any] | None = None) -> dict[str, Any]:
         """Make the instance known (replacing one with its id) as the SR answers it."""
         provider, definition, version = instance_id.split("|")
         now = iso(utc_now())
         instance = without_nulls({
             "instanceId": instance_id,
-            "provider": {"name": provider, "metadata": {}, "version": "1.0.0",
-                         "createdAt": now, "updatedAt": now},
+            "provider": {"name": provider, "metadata": provider_metadata or {},
+                         "version": "1.0.0", "createdAt": now, "updatedAt": now},
             "serviceDefinition": {"name": definition, "createdAt": now, "updatedAt": now},
             "version": version, "expiresAt": expires_at, "metadata": metadata or {},
             "interfaces": interfaces, "createdAt": now, "updatedAt": now})
@@ -100,6 +112,8 @@ class FakeServiceRegistry(FakeSystem):
             return self._service_register(name, body)
         if method == "POST" and route == LOOKUP:
             return self._service_lookup(name, body)
+        if method == "POST" and route == SYSTEM_LOOKUP:
+            return self._system_lookup(body)
         if method == "DELETE" and route.startswith(SERVICE_REVOKE):
             return self._service_revoke(name, unquote(route[len(SERVICE_REVOKE):]))
         return not_found(method, path)
@@ -153,6 +167,14 @@ class FakeServiceRegistry(FakeSystem):
             "interfaces": body["interfaces"], "createdAt": now, "updatedAt": now})
         self.instances[instance_id] = instance
         return 201, instance
+
+    def _system_lookup(self, body: Any) -> tuple[int, Any]:
+        """By system names (the filter we use), newest first; no filter lists every system."""
+        names = (body if isinstance(body, dict) else {}).get("systemNames")
+        entries = sorted((system for name, system in self.systems.items()
+                          if not names or name in names),
+                         key=lambda system: system["createdAt"], reverse=True)
+        return 200, {"entries": entries, "count": len(entries)}
 
     def _service_lookup(self, caller: str | None, body: Any) -> tuple[int, Any]:
         body = body if isinstance(body, dict) else {}

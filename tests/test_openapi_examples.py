@@ -17,8 +17,8 @@ from drf_spectacular.generators import SchemaGenerator
 from rest_framework import serializers
 
 from api.schema import REQUIRED_NOT_NULL
-from store.models import Rule
-from store.openapi_examples import SWAPPED_RULES
+from store.models import FlexibleRule, Rule
+from store.openapi_examples import FLEXIBLE_RULE, SWAPPED_RULES
 from subscriptions.openapi_examples import SUBSCRIPTION_ID
 from tests.helpers import SYSOP
 from tests.orchestration.helpers import PULL
@@ -32,12 +32,14 @@ QUERIES = (QUERY, I_QUERY)
 ORDER = (
     "echo", "health", "generalManagementGetConfig", "authorizationTokenVerify",
     "serviceInstanceCreate", "serviceInstanceUpdate", "serviceInstanceQuery",
-    "simpleStoreCreate", "simpleStoreQuery", "pull", "historyQuery",
+    "simpleStoreCreate", "simpleStoreQuery", "flexibleStoreCreate", "flexibleStoreQuery",
+    "pull", "historyQuery",
     "simpleStoreModifyPriorities", "simpleStoreModifyPrioritiesPost",
     "subscribe", "subscriptionQuery", "unsubscribe",
     "pushSubscribe", "pushTrigger", "pushQuery", "pushUnsubscribeOne", "pushUnsubscribe",
     "generalManagementLogs",
     "simpleStoreRemove", "simpleStoreRemoveAtQuery", "simpleStoreRemoveAtStore",
+    "flexibleStoreRemove",
     "serviceInstanceRemove",
 )
 
@@ -96,6 +98,9 @@ def _created_ids(operation_id: str, response) -> dict[str, str]:
     if operation_id == "simpleStoreCreate":
         rules = sorted(response.json()["entries"], key=lambda rule: rule["priority"])
         return {placeholder: rule["id"] for placeholder, rule in zip(SWAPPED_RULES, rules)}
+    if operation_id == "flexibleStoreCreate":
+        return {FLEXIBLE_RULE: min(response.json()["entries"],
+                                   key=lambda rule: rule["priority"])["id"]}
     if operation_id == "subscribe":
         return {SUBSCRIPTION_ID: response.content.decode()}
     if operation_id == "pushSubscribe":
@@ -133,6 +138,21 @@ def test_every_example_succeeds_in_order_on_a_fresh_database(api, schema) -> Non
     assert answers["pushUnsubscribeOne"][0].status_code == 200
     assert answers["serviceInstanceRemove"][0].status_code == 200
     assert not Rule.objects.exists()  # the rule removes named the rules created
+
+
+@pytest.mark.django_db
+def test_every_example_succeeds_on_a_fresh_flexible_store(api, settings) -> None:
+    """The flexible store's schema: its management instead of the simple store's, and pull's
+    example finds the provider through the flexible rule example."""
+    settings.ORCHESTRATION_STRATEGY = "flexible-store"
+    schema = api.get(SCHEMA).json()
+    operation_ids = {operation["operationId"] for _, _, operation in _operations(schema)}
+    assert {"flexibleStoreCreate", "flexibleStoreQuery", "flexibleStoreRemove"} <= operation_ids
+    assert not any(operation_id.startswith("simpleStore") for operation_id in operation_ids)
+    answers = _run_examples(api, schema)
+    assert [result["providerName"] for result in answers["pull"][0].json()["results"]] == [
+        "TemperatureProvider"]
+    assert list(FlexibleRule.objects.values_list("priority", flat=True)) == [2]
 
 
 def test_every_operation_is_described_and_exemplified(schema) -> None:

@@ -72,6 +72,16 @@ def local_instances(instance_ids: Iterable[str]) -> dict[str, CatalogInstance]:
             for pk, instance_id, expires_at, metadata in rows}
 
 
+def local_instances_of(service_definitions: Iterable[str]) -> dict[str, CatalogInstance]:
+    """The local catalog's instances of these service definitions, by instance id (three
+    queries; none for no definitions)."""
+    definitions = list(service_definitions)
+    if not definitions:
+        return {}
+    return local_instances(ServiceInstance.objects.filter(
+        service_definition__in=definitions).values_list("service_instance_id", flat=True))
+
+
 def active_locks(instance_ids: Iterable[str], *, now: dt.datetime) -> dict[str, Reservation]:
     """Unexpired locks of these instances, by instance id (one query)."""
     return {instance_id: Reservation(owner, expires_at)

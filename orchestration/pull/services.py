@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.utils import timezone
 
+from api.operations import FLEXIBLE_STORE
 from clients.errors import PeerRefused
 from conventions.exceptions import ArrowheadError, ExternalServerError, InvalidParameter
 from conventions.exclusivity import MAX_EXCLUSIVITY_SECONDS, exclusivity_seconds
@@ -21,8 +22,9 @@ from identity.blacklist import providers_allowed
 from orchestration.history.job_writer import PullJob, job_write_behind
 from orchestration.models import OrchestrationJob
 from orchestration.pull import matching, reservations, selectors
+from orchestration.pull.flexible import flexible_selection
 from orchestration.pull.latency import instance_latencies
-from orchestration.pull.records import CatalogInstance, PullRule
+from orchestration.pull.records import CatalogInstance, PullRule, Reservation
 from orchestration.pull.types import (
     OrchestrationRequest,
     OrchestrationResult,
@@ -104,19 +106,33 @@ def qos_max_latency(request: OrchestrationRequest) -> int | None:
     return int(text)
 
 
-def _candidates(run: _OrchestrationRun) -> list[Candidate]:
-    """Steps 1–4 and the reservations of other consumers, read from the source
-    `selectors.pull_source` chooses (the process's snapshot, or the database)."""
+def _selection(run: _OrchestrationRun,
+               ) -> tuple[list[tuple[PullRule, CatalogInstance | None]], dict[str, Reservation]]:
+    """Steps 1 and 2 for the strategy in force: the consumer's rules with the instances behind
+    them, and those instances' reservations. The simple store reads its rules from the source
+    `selectors.pull_source` chooses (the process's snapshot, or the database) and looks the
+    instances up by id (an id nobody knows gives None); the flexible store's rules select
+    instances of the ServiceRegistry and the catalog (orchestration.pull.flexible)."""
+    definition = run.request.requirement.service_definition
+    if settings.ORCHESTRATION_STRATEGY == FLEXIBLE_STORE:
+        selected = flexible_selection(consumer=run.consumer, service_definition=definition)
+        ids = {rule.service_instance_id for rule, _ in selected}
+        return selected, selectors.active_locks(ids, now=run.now)
     source = selectors.pull_source()
-    rules = source.consumer_rules(consumer=run.consumer,
-                                  service_definition=run.request.requirement.service_definition)
+    rules = source.consumer_rules(consumer=run.consumer, service_definition=definition)
     ids = {rule.service_instance_id for rule in rules}
     catalog = selectors.catalog_instances(ids, local=source.local_instances)
-    locks = source.active_locks(ids, now=run.now)
+    return ([(rule, catalog.get(rule.service_instance_id)) for rule in rules],
+            source.active_locks(ids, now=run.now))
+
+
+def _candidates(run: _OrchestrationRun) -> list[Candidate]:
+    """Steps 1–4 and the reservations of other consumers."""
+    selected, locks = _selection(run)
     candidates = []
-    for rule in rules:
+    for rule, instance in selected:
         provider, _, version = rule.service_instance_id.split("|")
-        candidate = Candidate(rule, provider, version, catalog.get(rule.service_instance_id))
+        candidate = Candidate(rule, provider, version, instance)
         lock = locks.get(rule.service_instance_id)
         if lock is not None:
             if lock.owner != run.consumer:

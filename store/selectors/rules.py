@@ -52,12 +52,7 @@ def rule_filters_parse(
     consumer_names = names.list_without_blanks(consumer_names, "Consumer name")
     service_definitions = names.list_without_blanks(service_definitions, "Service definition name")
     service_instance_ids = names.list_without_blanks(service_instance_ids, "Service instance id")
-    if min_priority is not None and min_priority < 1:
-        raise InvalidParameter("Invalid minimum priority: should be a positive integer")
-    if max_priority is not None and max_priority < 1:
-        raise InvalidParameter("Invalid maximum priority: should be a positive integer")
-    if min_priority is not None and max_priority is not None and min_priority > max_priority:
-        raise InvalidParameter("Minimum priority should not be greater than maximum priority")
+    priority_range_check(min_priority, max_priority)
     return RuleFilters(
         ids=parsed_ids,
         consumers=tuple(names.system_name(value) for value in consumer_names),
@@ -65,9 +60,24 @@ def rule_filters_parse(
         service_instance_ids=tuple(instance_id(value) for value in service_instance_ids),
         min_priority=min_priority,
         max_priority=max_priority,
-        created_by=(names.system_name(created_by)
-                    if created_by is not None and names.java_trim(created_by) else None),
+        created_by=creator_filter(created_by),
     )
+
+
+def priority_range_check(min_priority: int | None, max_priority: int | None) -> None:
+    """The priority filters of a rule query: positive, the minimum not above the maximum."""
+    if min_priority is not None and min_priority < 1:
+        raise InvalidParameter("Invalid minimum priority: should be a positive integer")
+    if max_priority is not None and max_priority < 1:
+        raise InvalidParameter("Invalid maximum priority: should be a positive integer")
+    if min_priority is not None and max_priority is not None and min_priority > max_priority:
+        raise InvalidParameter("Minimum priority should not be greater than maximum priority")
+
+
+def creator_filter(created_by: str | None) -> str | None:
+    """The `createdBy` filter of a rule query, normalized; None or blank: no filter."""
+    return (names.system_name(created_by)
+            if created_by is not None and names.java_trim(created_by) else None)
 
 
 def _filtered(filters: RuleFilters) -> QuerySet[Rule]:

@@ -119,15 +119,20 @@ def rules_store(rules: Sequence[ValidRule], *, requester: str,
     return created
 
 
-def rule_create_many(*, drafts: Sequence[RuleDraft | None], requester: str,
-                     limit: int | None) -> list[Rule]:
-    """Validate a create request (every draft, then uniqueness inside it) and store it."""
+def bulk_ensure_entries(drafts: Sequence[object | None], limit: int | None) -> None:
+    """A bulk create's entries: some, at most `limit`, none of them null."""
     if not drafts:
         raise InvalidParameter("Request payload is empty")
     if limit is not None and len(drafts) > limit:
         raise InvalidParameter(f"Too many entries: at most {limit} may be created in one request")
     if any(draft is None for draft in drafts):
         raise InvalidParameter("Request payload contains null element")
+
+
+def rule_create_many(*, drafts: Sequence[RuleDraft | None], requester: str,
+                     limit: int | None) -> list[Rule]:
+    """Validate a create request (every draft, then uniqueness inside it) and store it."""
+    bulk_ensure_entries(drafts, limit)
     rules = [rule_validate(draft) for draft in drafts]
     rules_ensure_distinct(rules)
     return rules_store(rules, requester=requester)

@@ -1,7 +1,9 @@
 """What is registered in the ServiceRegistry: the exact Java DTOs, and operations that are
 exactly the paths and methods this service serves (checked against the URL configuration)."""
 import io
+import os
 import subprocess
+import sys
 import uuid
 
 import pytest
@@ -71,6 +73,35 @@ def published(settings):
 class PublishedServiceTests:
     def test_it_registers_the_java_systems_five_services_and_the_instance_catalog(self, published):
         assert service_register_bodies() == expected_bodies()
+
+    def test_the_flexible_store_registers_its_own_management_and_strategy(self, published):
+        published.ORCHESTRATION_STRATEGY = "flexible-store"
+        expected = [body for body in expected_bodies() if body["serviceDefinitionName"]
+                    != "serviceOrchestrationSimpleStoreManagement"]
+        expected.insert(2, {
+            "serviceDefinitionName": "serviceOrchestrationFlexibleStoreManagement",
+            "version": "1.0.0", "expiresAt": None, "metadata": {},
+            "interfaces": interface(f"{ORCHESTRATION}/mgmt/flexible-store", operations(
+                ("query", "POST", "/query"), ("create", "POST", "/create"),
+                ("remove", "DELETE", "/remove")))})
+        expected[-1]["metadata"] = {"orchestrationStrategy": "flexibleStore",
+                                    "unrestrictedDiscovery": True}
+        assert service_register_bodies() == expected
+
+    def test_the_strategy_names_the_system_by_default(self):
+        def system_name(**environment: str) -> str:
+            code = ("import django; django.setup(); from django.conf import settings; "
+                    "print(settings.SYSTEM_NAME)")
+            return subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings",
+                     **environment}).stdout.strip()
+
+        assert system_name(ORCHESTRATION_STRATEGY="flexible_store") == \
+            "FlexibleServiceOrchestration"
+        assert system_name(ORCHESTRATION_STRATEGY="simple-store") == \
+            "SimpleStoreServiceOrchestration"
+        assert system_name(ORCHESTRATION_STRATEGY="flexible-store", SYSTEM_NAME="Mine") == "Mine"
 
     def test_it_registers_generic_https_when_it_serves_tls(self, published):
         published.TLS_CERT_FILE, published.TLS_KEY_FILE = "cert.pem", "key.pem"

@@ -1,0 +1,179 @@
+"""Pull under the flexible store (issue 33, docs/flexible-store.md): the consumer's flexible
+rules select instances of the ServiceRegistry (a fake over real HTTP on the loopback) and of
+the local catalog; the rest of pull is the simple store's."""
+import pytest
+
+from orchestration.pull.flexible import flexible_selection
+from store.services.flexible_rules import FlexibleRuleDraft, flexible_rule_create_many
+from tests.factories import make_instances
+from tests.orchestration.helpers import instance_ids, pull
+from tests.store.helpers import http_interface, instance_body, mqtt_interface
+
+pytestmark = pytest.mark.django_db
+
+ONE, TWO = "ProviderOne|serviceOne|1.0.0", "ProviderTwo|serviceOne|2.1.0"
+OTHER = "ProviderOne|serviceTwo|1.0.0"
+
+
+@pytest.fixture(autouse=True)
+def flexible(settings) -> None:
+    settings.ORCHESTRATION_STRATEGY = "flexible-store"
+
+
+def rules(*drafts: dict) -> None:
+    flexible_rule_create_many(drafts=[FlexibleRuleDraft(**draft) for draft in drafts],
+                              requester="Sysop", limit=None)
+
+
+def rule(**fields) -> dict:
+    return {"consumer": "CarConsumer1", "service_definition": "serviceOne", **fields}
+
+
+def offer(registry, instance_id: str, *, interfaces=None, provider_metadata=None, **fields):
+    registry.put_instance(instance_id, interfaces=interfaces or [http_interface()],
+                          provider_metadata=provider_metadata, **fields)
+
+
+def requirement(**fields) -> dict:
+    return {"serviceRequirement": {"serviceDefinition": "serviceOne", **fields}}
+
+
+class FlexibleSelectionTests:
+    def test_a_rule_selects_the_registry_instances_of_its_provider_complete(self, api,
+                                                                            registry):
+        offer(registry, ONE, metadata={"unit": "celsius"}, expires_at="2099-01-01T00:00:00Z")
+        offer(registry, TWO)
+        rules(rule(provider="ProviderOne", priority=1))
+        response = pull(api, requirement())
+        assert response.status_code == 200, response.content
+        assert response.json()["results"] == [{
+            "serviceInstanceId": ONE, "cloudIdentitifer": "LOCAL", "providerName": "ProviderOne",
+            "serviceDefinitition": "serviceOne", "version": "1.0.0",
+            "aliveUntil": "2099-01-01T00:00:00Z", "metadata": {"unit": "celsius"},
+            "interfaces": [http_interface()]}]
+
+    def test_providers_are_selected_by_their_system_metadata(self, api, registry):
+        offer(registry, ONE, provider_metadata={"vendor": "acme", "line": 3})
+        offer(registry, TWO, provider_metadata={"vendor": "other"})
+        rules(rule(provider_metadata=[{"vendor": "acme", "line": {"op": "GREATER_THAN",
+                                                                  "value": 2}}]))
+        assert instance_ids(pull(api, requirement())) == [ONE]
+
+    def test_name_and_metadata_of_the_provider_must_both_hold(self, api, registry):
+        offer(registry, ONE, provider_metadata={"vendor": "other"})
+        rules(rule(provider="ProviderOne", provider_metadata=[{"vendor": "acme"}]))
+        assert instance_ids(pull(api, requirement())) == []
+
+    def test_consumers_are_selected_by_their_system_metadata(self, api, registry):
+        offer(registry, ONE)
+        registry.put_system("CarConsumer1", {"site": "plant1"})
+        registry.put_system("CarConsumer2", {"site": "plant2"})
+        rules({"consumer_metadata": [{"site": "plant1"}], "provider": "ProviderOne",
+               "service_definition": "serviceOne"})
+        assert instance_ids(pull(api, requirement())) == [ONE]
+        assert instance_ids(pull(api, requirement(), consumer="CarConsumer2")) == []
+        assert instance_ids(pull(api, requirement(), consumer="Unknown")) == []
+
+    def test_the_consumer_metadata_is_looked_up_once_and_only_when_needed(self, api, registry):
+        offer(registry, ONE)
+        registry.put_system("CarConsumer1", {"site": "plant1"})
+        rules(rule(provider="ProviderOne"))
+        pull(api, requirement())
+        assert not [c for c in registry.calls if "system-discovery/lookup" in c.path]
+        rules({"consumer_metadata": [{"site": "plant1"}], "provider": "ProviderTwo",
+               "service_definition": "serviceOne"})
+        pull(api, requirement())
+        pull(api, requirement())
+        assert len([c for c in registry.calls if "system-discovery/lookup" in c.path]) == 1
+
+    def test_interface_template_service_metadata_and_versions_narrow_the_selection(
+            self, api, registry):
+        offer(registry, ONE, interfaces=[mqtt_interface(), http_interface()],
+              metadata={"unit": "celsius"})
+        offer(registry, TWO, metadata={"unit": "kelvin"})
+        offer(registry, "ProviderThree|serviceOne|3.0.0", metadata={"unit": "celsius"})
+        rules(rule(provider_metadata=[{}], interface_template="generic_mqtt"))
+        [result] = pull(api, requirement()).json()["results"]
+        assert (result["serviceInstanceId"], result["interfaces"]) == (ONE, [mqtt_interface()])
+        rules(rule(provider_metadata=[{}], service_metadata=[{"unit": "celsius"}],
+                   min_version="2.0", max_version="3.0.0", priority=2))
+        # the second rule is the better one (2, against the default priority of the first)
+        assert instance_ids(pull(api, requirement())) == ["ProviderThree|serviceOne|3.0.0", ONE]
+
+    def test_rules_in_priority_order_each_instance_once(self, api, registry):
+        offer(registry, ONE)
+        offer(registry, TWO)
+        offer(registry, OTHER)
+        rules(rule(provider="ProviderOne", priority=5),
+              rule(provider_metadata=[{}], priority=2),
+              rule(provider="ProviderOne", service_definition="serviceTwo", priority=1))
+        assert instance_ids(pull(api, {})) == [OTHER, ONE, TWO]
+        selection = flexible_selection(consumer="CarConsumer1", service_definition=None)
+        assert [(r.service_instance_id, r.priority) for r, _ in selection] == [
+            (OTHER, 1), (ONE, 2), (TWO, 2)]
+        assert instance_ids(pull(api, requirement())) == [ONE, TWO]
+
+    def test_rules_of_other_consumers_do_not_apply(self, api, registry):
+        offer(registry, ONE)
+        rules(rule(consumer="CarConsumer2", provider="ProviderOne"))
+        assert instance_ids(pull(api, requirement())) == []
+
+    def test_the_local_catalog_supplies_what_the_registry_does_not_know(self, api, registry):
+        offer(registry, ONE)
+        make_instances(instance_body("ProviderOne", "serviceOne", "1.0.0",
+                                     metadata={"from": "catalog"}),
+                       instance_body("ProviderOne", "serviceOne", "1.5.0"))
+        rules(rule(provider="ProviderOne"))
+        response = pull(api, requirement())
+        assert instance_ids(response) == [ONE, "ProviderOne|serviceOne|1.5.0"]
+        assert response.json()["results"][0]["metadata"] == {}
+
+    def test_without_a_service_registry_the_local_catalog_alone(self, api):
+        make_instances(instance_body("ProviderOne", "serviceOne", "1.0.0"))
+        rules(rule(provider="ProviderOne"),
+              rule(provider_metadata=[{"vendor": "acme"}], priority=1))
+        assert instance_ids(pull(api, requirement())) == [ONE]
+
+    def test_the_definitions_lookup_is_cached(self, api, registry):
+        offer(registry, ONE)
+        rules(rule(provider="ProviderOne"))
+        pull(api, requirement())
+        pull(api, requirement())
+        assert len(registry.lookups()) == 1
+
+
+class FlexiblePullRequestTests:
+    def test_the_request_requirements_still_apply(self, api, registry):
+        offer(registry, ONE, metadata={"unit": "celsius"})
+        offer(registry, TWO, metadata={"unit": "kelvin"})
+        rules(rule(provider_metadata=[{}]))
+        assert instance_ids(pull(api, requirement(
+            metadataRequirements=[{"unit": "kelvin"}]))) == [TWO]
+        assert instance_ids(pull(api, requirement(versions=["1.0.0"]))) == [ONE]
+
+    def test_matchmaking_and_preferred_providers(self, api, registry):
+        offer(registry, ONE)
+        offer(registry, TWO)
+        rules(rule(provider_metadata=[{}]))
+        assert instance_ids(pull(api, requirement(preferredProviders=["ProviderTwo"]) | {
+            "orchestrationFlags": {"MATCHMAKING": True}})) == [TWO]
+        assert instance_ids(pull(api, requirement(preferredProviders=["Nobody"]) | {
+            "orchestrationFlags": {"ONLY_PREFERRED": True}})) == []
+
+    def test_the_java_collector_request_gets_an_interface_to_bind_to(self, api, registry):
+        offer(registry, ONE, interfaces=[mqtt_interface(), http_interface()])
+        rules(rule(provider="ProviderOne"))
+        response = pull(api, {
+            "serviceRequirement": {"serviceDefinition": "serviceOne",
+                                   "interfaceTemplateNames": ["generic_http"],
+                                   "preferredProviders": ["ProviderOne"]},
+            "orchestrationFlags": {"MATCHMAKING": True, "ALLOW_INTERCLOUD": False,
+                                   "ALLOW_TRANSLATION": False, "ONLY_PREFERRED": True}})
+        assert response.json()["results"][0]["interfaces"] == [http_interface()]
+
+    def test_the_registry_failing_is_a_503(self, api, registry):
+        rules(rule(provider="ProviderOne"))
+        registry.stop()
+        response = pull(api, requirement())
+        assert response.status_code == 503, response.content
+        assert response.json()["exceptionType"] == "EXTERNAL_SERVER_ERROR"
