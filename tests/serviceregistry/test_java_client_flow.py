@@ -86,3 +86,69 @@ class JavaClientFlowTests:
         # The instance is known (from the SR): every requirement was evaluated, no ignoredFields.
         assert not any(w.startswith("ignoredFields") for w in answer["warnings"])
         assert "ignoredFlags: [ALLOW_INTERCLOUD, ALLOW_TRANSLATION]" in answer["warnings"]
+
+
+def lookup(registry: FakeServiceRegistry, body: dict, system: str) -> list[dict]:
+    """A `serviceDiscovery` lookup as the Java collector makes it (terse), as `system`."""
+    connection = http.client.HTTPConnection("127.0.0.1", registry.port, timeout=15)
+    connection.request("POST", "/serviceregistry/service-discovery/lookup?verbose=false",
+                       body=json.dumps(body).encode(),
+                       headers={"Authorization": f"Bearer SYSTEM//{system}",
+                                "Content-Type": "application/json"})
+    response = connection.getresponse()
+    answer = json.loads(response.read())
+    connection.close()
+    assert response.status == 200, answer
+    return answer["entries"]
+
+
+class CollectorDefaultModeTests:
+    """The common library's HttpCollectorDriver in its default mode (SR_AND_ORCH, issue 33):
+    the consumer finds no provider in the ServiceRegistry (the provider's instance is not
+    discoverable by it), looks up `serviceOrchestration` of DynamicServiceOrchestration, then
+    of FlexibleServiceOrchestration, pulls, and binds to `results[0].interfaces[0]`."""
+
+    def test_an_unmodified_java_consumer_finds_its_provider_through_the_flexible_store(
+            self, tmp_path, http_sink):
+        registry = FakeServiceRegistry(direct_access=("FlexibleServiceOrchestration",))
+        try:
+            provider = {**PROVIDER_INTERFACE, "properties": {
+                **PROVIDER_INTERFACE["properties"], "accessPort": http_sink.port}}
+            registry.put_instance(PROVIDER_INSTANCE, interfaces=[provider],
+                                  provider_metadata={"vendor": "acme"})
+            env = {"SERVICE_REGISTRY_URL": registry.url, "SERVICE_REGISTRY_CACHE_SECONDS": "0",
+                   "ORCHESTRATION_STRATEGY": "flexible-store"}
+            with gunicorn_process(env, tmp_path / "gunicorn.log"):
+                store = registered(registry, "serviceOrchestrationFlexibleStoreManagement")
+                status, created = call(store, "create", {"entries": [
+                    {"consumer": "TemperatureConsumer", "serviceDefinition": "serviceOne",
+                     "providerMetadataRequirements": [{"vendor": "acme"}]}]}, "Sysop")
+                assert status == 201, created
+
+                consumer = "TemperatureConsumer"
+                assert lookup(registry, {"serviceDefinitionNames": ["serviceOne"],
+                                         "interfaceTemplateNames": ["generic_http"]},
+                              consumer) == []
+                orchestrators = [lookup(registry, {
+                    "serviceDefinitionNames": ["serviceOrchestration"],
+                    "providerNames": [name], "interfaceTemplateNames": ["generic_http"]},
+                    consumer) for name in ("DynamicServiceOrchestration",
+                                           "FlexibleServiceOrchestration")]
+                assert orchestrators[0] == []
+                [orchestrator] = orchestrators[1]
+                assert orchestrator["metadata"]["orchestrationStrategy"] == "flexibleStore"
+                status, answer = call(orchestrator["interfaces"][0]["properties"], "pull",
+                                      COLLECTOR_REQUEST, consumer)
+        finally:
+            registry.stop()
+
+        assert status == 200, answer
+        interface = answer["results"][0]["interfaces"][0]
+        properties = interface["properties"]
+        connection = http.client.HTTPConnection(properties["accessAddresses"][0],
+                                                properties["accessPort"], timeout=15)
+        connection.request(properties["operations"]["query"]["method"],
+                           properties["basePath"] + properties["operations"]["query"]["path"])
+        assert connection.getresponse().status == http_sink.status  # bound: the provider answered
+        connection.close()
+        assert http_sink.requests[0].path == "/temperature/query"

@@ -30,6 +30,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 
 import eu.arrowhead.common.http.filter.authentication.AuthenticationPolicy;
 import eu.arrowhead.common.init.ApplicationInitListener;
+import eu.arrowhead.common.model.InterfaceModel;
+import eu.arrowhead.common.model.ServiceModel;
 import eu.arrowhead.common.mqtt.ArrowheadMqttService;
 import eu.arrowhead.common.mqtt.MqttService;
 import eu.arrowhead.dto.OrchestrationNotifyInterfaceDTO;
@@ -75,6 +77,9 @@ public class InteropConsumerFlow extends ApplicationInitListener {
 	@Value("${interop.wait-seconds}")
 	private int waitSeconds;
 
+	@Value("${interop.steps}")
+	private List<String> steps;
+
 	private final ObjectMapper json = new ObjectMapper();
 	private final List<String> failures = new ArrayList<>();
 	private String subscriptionId;
@@ -86,10 +91,17 @@ public class InteropConsumerFlow extends ApplicationInitListener {
 	}
 
 	private void run() {
-		step("http-pull", this::httpPull);
-		step("subscribe-mqtt-push", this::subscribeAndReceivePush);
-		step("unsubscribe", this::unsubscribe);
-		step("mqtt-pull", this::mqttPull);
+		final Map<String, Step> known = new LinkedHashMap<>();
+		known.put("http-pull", this::httpPull);
+		known.put("subscribe-mqtt-push", this::subscribeAndReceivePush);
+		known.put("unsubscribe", this::unsubscribe);
+		known.put("mqtt-pull", this::mqttPull);
+		known.put("collector", this::collectorDefaultMode);
+		for (final String name : steps) {
+			step(name, known.getOrDefault(name.trim(), () -> {
+				throw new IllegalArgumentException("no such step: " + name);
+			}));
+		}
 		final int code = failures.isEmpty() ? 0 : 1;
 		logger.info("RESULT {}", failures.isEmpty() ? "all steps passed" : "failed: " + failures);
 		System.exit(SpringApplication.exit(context, () -> code));
@@ -219,6 +231,21 @@ public class InteropConsumerFlow extends ApplicationInitListener {
 		} finally {
 			mqttService.disconnect(connection);
 		}
+	}
+
+	// What the common library does by itself for a service it has to consume (HttpCollectorDriver,
+	// default mode SR_AND_ORCH): the ServiceRegistry first; when it offers no instance, the
+	// serviceOrchestration of DynamicServiceOrchestration, then of FlexibleServiceOrchestration,
+	// pulled with the collector's own request. The result is what consumeService would bind to.
+	private String collectorDefaultMode() {
+		final String template = sysInfo.isSslEnabled() ? "generic_https" : "generic_http";
+		final ServiceModel model = serviceCollector.getServiceModel(serviceDefinition, template, null);
+		if (model == null) {
+			throw new IllegalStateException("the collector found no " + serviceDefinition);
+		}
+		final InterfaceModel bound = model.interfaces().getFirst();
+		return serviceDefinition + " " + model.version() + " via " + bound.templateName() + " "
+				+ bound.properties();
 	}
 
 	// The authentication field of an MQTT request, as the Java systems' MQTT filters read it.
