@@ -34,10 +34,11 @@ def cache_clear() -> None:
     _systems.clear()
 
 
-def instances_of(service_definitions: Iterable[str]) -> dict[str, tuple[OfferedInstance, ...]]:
+def instances_of(service_definitions: Iterable[str], *,
+                 refresh: bool = False) -> dict[str, tuple[OfferedInstance, ...]]:
     """The ServiceRegistry's instances of each service definition (one lookup of those not
-    freshly cached; ServiceRegistryUnavailable when it fails). A definition without instances
-    is absent."""
+    freshly cached, with `refresh` of all; ServiceRegistryUnavailable when it fails). A
+    definition without instances is absent."""
     def lookup(missing: list[str]) -> dict[str, tuple[OfferedInstance, ...]]:
         found: dict[str, list[OfferedInstance]] = {}
         for entry in registry.service_lookup_by_definition(missing):
@@ -49,7 +50,7 @@ def instances_of(service_definitions: Iterable[str]) -> dict[str, tuple[OfferedI
                     OfferedInstance(instance, _provider_metadata(entry)))
         return {definition: tuple(offered) for definition, offered in found.items()}
 
-    return _definitions.get_many(service_definitions, lookup)
+    return _definitions.get_many(service_definitions, lookup, refresh=refresh)
 
 
 def systems_metadata(names: Iterable[str]) -> dict[str, dict[str, Any]]:

@@ -9,12 +9,15 @@ from collections.abc import Callable, Iterable
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
+from api.operations import FLEXIBLE_STORE
 from database.transaction_retry import retry_on_conflict
+from serviceregistry.discovery import instances_of
 from serviceregistry.instances import RegistryInstance, registry_instances
 from serviceregistry.models import PolledInstance
-from store.models import Rule
+from store.models import FlexibleRule, Rule
 
 
 def rule_instance_ids(consumers) -> list[str]:
@@ -23,21 +26,48 @@ def rule_instance_ids(consumers) -> list[str]:
                       .values_list("service_instance_id", flat=True)))
 
 
-def instances_refresh(consumers) -> None:
-    """Look the consumers' rule instances up again (one call), so that the evaluations that
-    follow read what the ServiceRegistry holds now, not an older cached answer."""
+def flexible_rule_definitions(consumers) -> list[str]:
+    """The service definitions of the flexible rules that may apply to the consumers (naming
+    them, or selecting consumers by metadata), sorted (one query)."""
+    return sorted(set(FlexibleRule.objects.filter(
+        Q(consumer__in=list(consumers)) | Q(consumer__isnull=True))
+        .values_list("service_definition", flat=True)))
+
+
+def followed_instances(consumers) -> dict[str, tuple[RegistryInstance, dict | None]]:
+    """What the ServiceRegistry holds now of the instances the consumers' rules may give them
+    (one lookup, which also refreshes the cache the evaluations read): under the simple store
+    the instances the rules name, under the flexible store every instance of the rules'
+    service definitions, with its provider's system metadata. By instance id."""
+    if settings.ORCHESTRATION_STRATEGY == FLEXIBLE_STORE:
+        definitions = flexible_rule_definitions(consumers)
+        return {offered.instance.service_instance_id: (offered.instance,
+                                                       offered.provider_metadata)
+                for instances in instances_of(definitions, refresh=True).values()
+                for offered in instances} if definitions else {}
     ids = rule_instance_ids(consumers)
-    if ids:
-        registry_instances(ids, refresh=True)
+    found = registry_instances(ids, refresh=True) if ids else {}
+    return {instance_id: (instance, None) for instance_id, instance in found.items()}
 
 
-def fingerprint(instance: RegistryInstance | None) -> str:
+def instances_refresh(consumers) -> None:
+    """Look the instances behind the consumers' rules up again (one call), so that the
+    evaluations that follow read what the ServiceRegistry holds now, not an older cached
+    answer."""
+    followed_instances(consumers)
+
+
+def fingerprint(instance: RegistryInstance | None, provider_metadata: dict | None = None) -> str:
+    """What pull reads of an instance, hashed; with the provider's system metadata when the
+    flexible store reads that too."""
     if instance is None:
         return ""
     data = {"expiresAt": instance.expires_at.isoformat() if instance.expires_at else None,
             "metadata": instance.metadata,
             "interfaces": [[i.template_name, i.protocol, i.policy, i.properties]
                            for i in instance.interfaces.all()]}
+    if provider_metadata is not None:
+        data["providerMetadata"] = provider_metadata
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -49,9 +79,15 @@ def instances_poll(consumers_at: Callable[[dt.datetime], Iterable[str]]) -> int:
     if not settings.SERVICE_REGISTRY_URL:
         return 0
     now = timezone.now()
-    ids = rule_instance_ids(consumers_at(now))
-    found = registry_instances(ids, refresh=True) if ids else {}
-    return _changes_record({i: fingerprint(found.get(i)) for i in ids}, now)
+    consumers = list(consumers_at(now))
+    found = followed_instances(consumers)
+    if settings.ORCHESTRATION_STRATEGY == FLEXIBLE_STORE:
+        # the instances seen last time that are gone now are changes too
+        ids = sorted(set(found) | set(PolledInstance.objects.exclude(fingerprint="")
+                                      .values_list("instance_id", flat=True)))
+    else:
+        ids = rule_instance_ids(consumers)
+    return _changes_record({i: fingerprint(*found.get(i, (None, None))) for i in ids}, now)
 
 
 @retry_on_conflict

@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from api.operations import FLEXIBLE_STORE
 from conventions.exceptions import ExternalServerError
 from database.bulk_insert import rows_insert
 from database.transaction_retry import is_conflict, retry_on_conflict
@@ -83,13 +84,7 @@ def _changes_flag_locked() -> None:
         after = feed_start()  # everything committed before it is evaluated now
         due = Subscription.objects.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
     else:
-        consumers = {change.consumer for change in changes if change.consumer}
-        instance_ids = {change.service_instance_id for change in changes
-                        if change.service_instance_id}
-        if instance_ids:
-            consumers.update(Rule.objects.filter(service_instance_id__in=instance_ids)
-                             .values_list("consumer", flat=True).distinct())
-        due = Subscription.objects.filter(target__in=consumers)
+        due = Subscription.objects.filter(_concerned(changes))
     # Lock the rows in id order first: a bulk UPDATE locks them in whatever order its plan
     # reads them, which two concurrent rounds need not share.
     flagged = list(due.select_for_update().order_by("pk").values_list("pk", flat=True))
@@ -98,6 +93,28 @@ def _changes_flag_locked() -> None:
             needs_evaluation=True)
     cursor.last_id, cursor.running, cursor.read_at = after.last_id, list(after.running), now
     cursor.save()
+
+
+def _concerned(changes) -> Q:
+    """The subscriptions the changes may concern: those of the consumers whose rules changed,
+    and of the instances that changed: under the simple store the consumers whose rules name
+    them; under the flexible store, whose rules select instances by their attributes, every
+    subscription of their service definitions (or of all definitions). A flexible rule that
+    selects consumers by metadata is a change of the pseudo instance `*|<definition>|*`
+    (orchestration/migrations/sql/0007_feed_flexible_rules.postgresql.sql)."""
+    consumers = {change.consumer for change in changes if change.consumer}
+    instance_ids = {change.service_instance_id for change in changes
+                    if change.service_instance_id}
+    if not instance_ids:
+        return Q(target__in=consumers)
+    if settings.ORCHESTRATION_STRATEGY == FLEXIBLE_STORE:
+        definitions = {instance_id.split("|")[1] for instance_id in instance_ids
+                       if instance_id.count("|") == 2}
+        return (Q(target__in=consumers) | Q(service_definition__in=definitions)
+                | Q(service_definition__isnull=True))
+    consumers.update(Rule.objects.filter(service_instance_id__in=instance_ids)
+                     .values_list("consumer", flat=True).distinct())
+    return Q(target__in=consumers)
 
 
 def _trusted(cursor: FeedCursor, seconds: float = TRUSTED_SECONDS) -> bool:

@@ -3,11 +3,18 @@ rules select instances of the ServiceRegistry (a fake over real HTTP on the loop
 the local catalog; the rest of pull is the simple store's."""
 import pytest
 
+from notifications.models import NotificationDelivery
 from orchestration.pull.flexible import flexible_selection
+from serviceregistry.polling import instances_poll
+from store.models import FlexibleRule
 from store.services.flexible_rules import FlexibleRuleDraft, flexible_rule_create_many
+from subscriptions.models import Subscription
+from subscriptions.selectors import live_targets
+from subscriptions.services.evaluation import changes_process
 from tests.factories import make_instances
 from tests.orchestration.helpers import instance_ids, pull
 from tests.store.helpers import http_interface, instance_body, mqtt_interface
+from tests.subscriptions.helpers import feed_skip, mqtt_notify, subscribe, subscription_body
 
 pytestmark = pytest.mark.django_db
 
@@ -177,3 +184,63 @@ class FlexiblePullRequestTests:
         response = pull(api, requirement())
         assert response.status_code == 503, response.content
         assert response.json()["exceptionType"] == "EXTERNAL_SERVER_ERROR"
+
+
+def pushed() -> list[list[str]]:
+    """The instance ids of every push so far, oldest first."""
+    return [[r["serviceInstanceId"] for r in d.payload["payload"]["results"]]
+            for d in NotificationDelivery.objects.order_by("created_at")]
+
+
+class FlexiblePushTests:
+    """Subscriptions push on every change that alters a flexible result: a rule (naming the
+    consumer or selecting consumers by metadata), an instance of the ServiceRegistry (polled)."""
+
+    @pytest.fixture
+    def subscription(self, api, registry):
+        offer(registry, ONE)
+        rules(rule(provider="ProviderOne"))
+        subscribe(api, subscription_body("serviceOne", notify=mqtt_notify("t/flex")),
+                  consumer="CarConsumer1", query="?trigger=true")
+        feed_skip()
+        return Subscription.objects.get()
+
+    def test_a_rule_naming_the_consumer_pushes(self, registry, subscription):
+        offer(registry, TWO)
+        rules(rule(provider="ProviderTwo", priority=1))
+        assert changes_process() == 1
+        assert pushed() == [[ONE], [TWO, ONE]]
+
+    def test_a_rule_selecting_consumers_by_metadata_pushes(self, registry, subscription):
+        offer(registry, TWO)
+        registry.put_system("CarConsumer1", {"site": "plant1"})
+        rules({"consumer_metadata": [{"site": "plant1"}], "provider": "ProviderTwo",
+               "service_definition": "serviceOne", "priority": 1})
+        assert changes_process() == 1
+        assert pushed() == [[ONE], [TWO, ONE]]
+
+    def test_a_rule_of_another_service_pushes_nothing(self, registry, subscription):
+        offer(registry, OTHER)
+        rules({"consumer_metadata": [{}], "provider_metadata": [{}],
+               "service_definition": "serviceTwo"})
+        changes_process()
+        assert pushed() == [[ONE]]
+
+    def test_a_removed_rule_pushes(self, registry, subscription):
+        FlexibleRule.objects.all().delete()
+        assert changes_process() == 1
+        assert pushed() == [[ONE], []]
+
+    def test_a_new_registry_instance_is_noticed_by_the_poll(self, registry, subscription,
+                                                            settings):
+        rules(rule(provider_metadata=[{"vendor": "acme"}], priority=1))
+        changes_process()  # nothing selected by the new rule yet: nothing pushed
+        assert pushed() == [[ONE]]
+        offer(registry, TWO, provider_metadata={"vendor": "acme"})
+        assert instances_poll(live_targets) >= 1
+        assert changes_process() == 1
+        assert pushed() == [[ONE], [TWO, ONE]]
+        registry.instances.pop(TWO)
+        assert instances_poll(live_targets) == 1
+        assert changes_process() == 1
+        assert pushed()[-1] == [ONE]
