@@ -83,7 +83,7 @@ SERVICES: tuple[PublishedService, ...] = (
         "query": Operation("POST", "/query", "store.view_flexiblerule"),
         "create": Operation("POST", "/create", "store.add_flexiblerule"),
         "remove": Operation("DELETE", "/remove", "store.delete_flexiblerule"),
-    }, strategy=FLEXIBLE_STORE),
+    }, mqtt_base="orchestration/management/flexible-store/", strategy=FLEXIBLE_STORE),
     PublishedService("serviceOrchestrationHistoryManagement", f"{ORCHESTRATION}/mgmt/history", {
         "query": Operation("POST", "/query", "orchestration.view_orchestrationjob"),
     }, mqtt_base="orchestration/management/history/"),

@@ -5,6 +5,8 @@ repeated query parameters (lists of ids or keys), as the reference's MQTT handle
 """
 from dataclasses import dataclass
 
+from api.operations import published_services
+
 BODY, PATH, QUERY = "body", "path", "query"
 
 
@@ -31,6 +33,12 @@ OPERATIONS: dict[str, Operation] = {
         "PUT", "orchestration/mgmt/simple-store/modify-priorities"),
     "orchestration/management/store/remove": Operation(
         "DELETE", "orchestration/mgmt/simple-store/remove", QUERY, "uuids"),
+    "orchestration/management/flexible-store/query": Operation(
+        "POST", "orchestration/mgmt/flexible-store/query"),
+    "orchestration/management/flexible-store/create": Operation(
+        "POST", "orchestration/mgmt/flexible-store/create"),
+    "orchestration/management/flexible-store/remove": Operation(
+        "DELETE", "orchestration/mgmt/flexible-store/remove", QUERY, "ids"),
     "orchestration/management/push/subscribe": Operation(
         "POST", "orchestration/mgmt/push/subscribe"),
     "orchestration/management/push/trigger": Operation(
@@ -45,3 +53,12 @@ OPERATIONS: dict[str, Operation] = {
     "general/management/get-config": Operation("GET", "general/mgmt/get-config", QUERY,
                                                "keys"),
 }
+
+
+def served_topics() -> list[str]:
+    """The topics of the operations the orchestration strategy in force publishes
+    (`<service's mqtt_base><operation>`, api/operations.py): under the flexible store the
+    flexible store's management, not the simple store's."""
+    published = {service.mqtt_base + name for service in published_services()
+                 if service.mqtt_base for name in service.operations}
+    return [topic for topic in OPERATIONS if topic in published]

@@ -18,7 +18,7 @@ from paho.mqtt.client import Client, MQTTMessage
 from api.body_budget import BodyBudget, busy_message
 from mqtt_api.front_door import Answer, answer, error_answer
 from mqtt_api.messages import TemplateError, parse_request, response_bytes
-from mqtt_api.operations import OPERATIONS
+from mqtt_api.operations import served_topics
 from mqtt_api.response_topics import answer_refusal
 from notifications.mqtt_broker import broker_address, mqtt_client
 
@@ -35,8 +35,9 @@ class _Received:
 
 
 def request_topics() -> list[str]:
-    """The topics to subscribe: every operation's, shared when a share group is set."""
-    topics = [settings.MQTT_API_BASE_TOPIC + name for name in OPERATIONS]
+    """The topics to subscribe: every operation's the strategy serves, shared when a share
+    group is set."""
+    topics = [settings.MQTT_API_BASE_TOPIC + name for name in served_topics()]
     group = settings.MQTT_API_SHARE_GROUP
     return [f"$share/{group}/{topic}" for topic in topics] if group else topics
 
@@ -82,7 +83,7 @@ class MqttApiServer:
             return
         client.subscribe([(topic, 1) for topic in request_topics()])
         logger.info("MQTT interface: connected, subscribing %d operation topics under %s",
-                    len(OPERATIONS), settings.MQTT_API_BASE_TOPIC)
+                    len(served_topics()), settings.MQTT_API_BASE_TOPIC)
 
     def _on_subscribe(self, *args: object) -> None:
         logger.info("MQTT interface: ready (operation topics subscribed)")

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from mqtt_api.operations import OPERATIONS
+from mqtt_api.operations import OPERATIONS, served_topics
 from tests.endpoints import mosquitto
 from tests.mqtt_api.clients import PULL_BODY, SHARED, Api, Caller
 from tests.ports import reserved_port
@@ -77,7 +77,47 @@ class EveryOperationTests:
         finally:
             caller.close()
             api.stop()
-        assert set(answered) == set(OPERATIONS)  # every operation, each answered 2xx
+        assert set(answered) == set(served_topics())  # every operation, each answered 2xx
+
+
+class FlexibleStoreTests:
+    def test_the_flexible_store_is_managed_over_mqtt_under_its_strategy(self, catalog, broker,
+                                                                         base, tmp_path):
+        port, _ = broker
+        api = Api(port, base, tmp_path / "api.log", ORCHESTRATION_STRATEGY="flexible-store")
+        caller = Caller(port, base)
+        store = "orchestration/management/flexible-store/"
+        try:
+            created = caller.ask(store + "create", {"entries": [
+                {"consumer": "Car1", "providerMetadataRequirements": [{}],
+                 "serviceDefinition": "temperatureInfo", "priority": 1}]}, system="Sysop")
+            assert created["status"] == 201, created
+            [rule] = created["payload"]["entries"]
+            pulled = caller.ask("orchestration/pull", PULL_BODY)
+            assert [r["serviceInstanceId"] for r in pulled["payload"]["results"]] == [SHARED]
+            queried = caller.ask(store + "query", {}, system="Sysop")
+            assert [e["id"] for e in queried["payload"]["entries"]] == [rule["id"]]
+            removed = caller.ask(store + "remove", [rule["id"]], system="Sysop")
+            assert removed["status"] == 200
+            assert "orchestration/management/store/create" not in api.log.read_text()
+        finally:
+            caller.close()
+            api.stop()
+
+    def test_each_strategy_subscribes_its_own_store_topics(self, settings):
+        assert "orchestration/management/store/create" in served_topics()
+        assert "orchestration/management/flexible-store/create" not in served_topics()
+        settings.ORCHESTRATION_STRATEGY = "flexible-store"
+        assert "orchestration/management/store/create" not in served_topics()
+        assert {"orchestration/management/flexible-store/" + name
+                for name in ("query", "create", "remove")} <= set(served_topics())
+        assert set(OPERATIONS) == {topic for strategy in ("simple-store", "flexible-store")
+                                   for topic in _served_under(settings, strategy)}
+
+
+def _served_under(settings, strategy: str) -> list[str]:
+    settings.ORCHESTRATION_STRATEGY = strategy
+    return served_topics()
 
 
 class BadInputTests:
