@@ -19,7 +19,7 @@ ORCHESTRATION = "/serviceorchestration/orchestration"
 @dataclass(frozen=True)
 class Operation:
     method: str
-    path: str  # below the service's base path; `{id}` stands for a path parameter
+    path: str  # below the service's base path; `{id}`, `{owner}` stand for path parameters
     # The Django permission that grants a management operation under MANAGEMENT_POLICY=permission.
     permission: str | None = None
 
@@ -55,6 +55,7 @@ class ServiceOperation:
 
 ORCHESTRATION_SERVICE = "serviceOrchestration"
 FLEXIBLE_STORE_MANAGEMENT = "serviceOrchestrationFlexibleStoreManagement"
+LOCK_MANAGEMENT = "serviceOrchestrationLockManagement"
 SIMPLE_STORE, FLEXIBLE_STORE = "simple-store", "flexible-store"
 # ORCHESTRATION_STRATEGY → the `orchestrationStrategy` metadata of serviceOrchestration
 STRATEGY_METADATA = {SIMPLE_STORE: "simpleStore", FLEXIBLE_STORE: "flexibleStore"}
@@ -84,6 +85,12 @@ SERVICES: tuple[PublishedService, ...] = (
         "create": Operation("POST", "/create", "store.add_flexiblerule"),
         "remove": Operation("DELETE", "/remove", "store.delete_flexiblerule"),
     }, mqtt_base="orchestration/management/flexible-store/", strategy=FLEXIBLE_STORE),
+    # As the Java DynamicServiceOrchestration serves it (not over MQTT here yet).
+    PublishedService(LOCK_MANAGEMENT, f"{ORCHESTRATION}/mgmt/lock", {
+        "query": Operation("POST", "/query", "orchestration.view_orchestrationlock"),
+        "remove": Operation("DELETE", "/remove/{owner}", "orchestration.delete_orchestrationlock"),
+        "create": Operation("POST", "/create", "orchestration.add_orchestrationlock"),
+    }),
     PublishedService("serviceOrchestrationHistoryManagement", f"{ORCHESTRATION}/mgmt/history", {
         "query": Operation("POST", "/query", "orchestration.view_orchestrationjob"),
     }, mqtt_base="orchestration/management/history/"),

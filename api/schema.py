@@ -1,4 +1,5 @@
 """OpenAPI pieces shared by every endpoint."""
+import re
 from collections.abc import Callable
 
 from django.conf import settings
@@ -200,7 +201,10 @@ def served_endpoints(endpoints: list[tuple]) -> list[tuple]:
     passing path parameters (`…/unsubscribe/{id}/<id>`, subscriptions/urls.py), which are the
     documented operations again."""
     return [(path, regex, method, callback) for path, regex, method, callback in endpoints
-            if "/{id}/" not in path and _served(callback, method)]
+            if not _JAVA_CLIENT_PATH.search(path) and _served(callback, method)]
+
+
+_JAVA_CLIENT_PATH = re.compile(r"/\{(id|owner)\}/")
 
 
 def _served(callback, method: str) -> bool:

@@ -21,6 +21,7 @@ urlpatterns = [
     path("serviceorchestration/orchestration/", include("orchestration.pull.urls")),
     path("serviceorchestration/orchestration/", include("store.urls")),
     path("serviceorchestration/orchestration/", include("subscriptions.urls")),
+    path("serviceorchestration/orchestration/", include("orchestration.locks.urls")),
     path("serviceorchestration/authorization-token/", include("orchestration.tokens.urls")),
     path("serviceorchestration/general/", include("general.urls")),
     path("metrics", metrics),  # Prometheus; off unless METRICS_ENABLED (docs/metrics.md)

@@ -24,3 +24,13 @@ HISTORY_QUERY = OpenApiExample("A consumer's failed pulls, newest first", reques
 TOKEN = OpenApiExample("A token", value="Gx3kq9Ww1pR7yNcT5vLz0bA2",
                        description="Paste a token from a pull result; one this provider was "
                        "not issued answers `{\"verified\": false}`.")
+# Lock management: a lock on an instance nobody else holds (pull's example reserves another).
+_LOCKED = "TemperatureProvider|temperatureInfo|2.0.0"
+LOCK_CREATE = OpenApiExample("Keep an instance for the operator", request_only=True, value={
+    "locks": [{"serviceInstanceId": _LOCKED, "owner": "Sysop",
+               "expiresAt": "2099-01-01T00:00:00Z"}]},
+    description="Until then the instance is offered to no other consumer.")
+LOCK_QUERY = OpenApiExample("The operator's locks", request_only=True, value={
+    "owners": ["Sysop"], "pagination": {"page": 0, "size": 10}})
+LOCK_OWNER = OpenApiExample("The create example's owner", value="Sysop")
+LOCK_INSTANCES = OpenApiExample("The create example's instance", value=[_LOCKED])

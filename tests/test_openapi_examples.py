@@ -33,7 +33,7 @@ ORDER = (
     "echo", "health", "generalManagementGetConfig", "authorizationTokenVerify",
     "serviceInstanceCreate", "serviceInstanceUpdate", "serviceInstanceQuery",
     "simpleStoreCreate", "simpleStoreQuery", "flexibleStoreCreate", "flexibleStoreQuery",
-    "pull", "historyQuery",
+    "pull", "historyQuery", "lockCreate", "lockQuery", "lockRemove",
     "simpleStoreModifyPriorities", "simpleStoreModifyPrioritiesPost",
     "subscribe", "subscriptionQuery", "unsubscribe",
     "pushSubscribe", "pushTrigger", "pushQuery", "pushUnsubscribeOne", "pushUnsubscribe",

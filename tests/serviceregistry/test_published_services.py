@@ -2,6 +2,7 @@
 exactly the paths and methods this service serves (checked against the URL configuration)."""
 import io
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -45,6 +46,9 @@ def expected_bodies(**kwargs) -> list[dict]:
          operations(("query", "POST", "/query"), ("create", "POST", "/create"),
                     ("modify-priorities", "PUT", "/modify-priorities"),
                     ("remove", "DELETE", "/remove"))),
+        ("serviceOrchestrationLockManagement", {}, f"{ORCHESTRATION}/mgmt/lock",
+         operations(("query", "POST", "/query"), ("remove", "DELETE", "/remove/{owner}"),
+                    ("create", "POST", "/create"))),
         ("serviceOrchestrationHistoryManagement", {}, f"{ORCHESTRATION}/mgmt/history",
          operations(("query", "POST", "/query"))),
         ("serviceOrchestrationServiceInstanceManagement", {},
@@ -131,7 +135,7 @@ class PublishedServiceTests:
 
 def served_paths() -> list[tuple[str, str, str, str]]:
     return [(service.definition, name, operation.method,
-             service.base_path + operation.path.replace("{id}", str(uuid.uuid4())))
+             service.base_path + re.sub(r"\{\w+\}", str(uuid.uuid4()), operation.path))
             for service in SERVICES for name, operation in service.operations.items()]
 
 
@@ -141,7 +145,7 @@ def java_client_paths() -> list[tuple[str, str, str, str]]:
     return [(service.definition, name, operation.method,
              service.base_path + operation.path + "/" + str(uuid.uuid4()))
             for service in SERVICES for name, operation in service.operations.items()
-            if "{id}" in operation.path]
+            if "{" in operation.path]
 
 
 def api_views() -> list[tuple[str, type]]:
