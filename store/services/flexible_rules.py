@@ -125,7 +125,7 @@ def _ensure_distinct(rules: Sequence[ValidFlexibleRule]) -> None:
         seen.add(rule.fingerprint)
 
 
-def _ensure_not_stored(rules: Sequence[ValidFlexibleRule]) -> None:
+def flexible_rules_ensure_not_stored(rules: Sequence[ValidFlexibleRule]) -> None:
     """Refuse the first rule (in request order) that is stored already."""
     stored: set[str] = set()
     for start in range(0, len(rules), _CHECK_CHUNK):
@@ -155,12 +155,12 @@ def flexible_rules_store(rules: Sequence[ValidFlexibleRule], *, requester: str,
     created = [_row(rule, requester, now) for rule in rules]
     try:
         with transaction.atomic():
-            _ensure_not_stored(rules)
+            flexible_rules_ensure_not_stored(rules)
             processing_nudge()
             for start in range(0, len(created), batch_size):
                 FlexibleRule.objects.bulk_create(created[start:start + batch_size])
     except IntegrityError:
-        _ensure_not_stored(rules)
+        flexible_rules_ensure_not_stored(rules)
         raise InvalidParameter("A conflicting rule was created concurrently; please retry")
     return created
 
