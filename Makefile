@@ -95,6 +95,7 @@ bench: $(VENV)/.installed-test
 	$(PY) bench/pull_http.py --metrics
 	$(PY) bench/pull_http.py --sqlite
 	$(PY) bench/pull_http.py --scale-check
+	$(PY) bench/pull_http.py --flexible
 	$(PY) bench/push_fanout.py
 	$(PY) bench/http_fairness.py
 	$(PY) bench/broker_restart.py

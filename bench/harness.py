@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ECHO = "/serviceorchestration/monitor/echo"
 PULL = "/serviceorchestration/orchestration/pull"
 RULES = "/serviceorchestration/orchestration/mgmt/simple-store/create"
+FLEXIBLE_RULES = "/serviceorchestration/orchestration/mgmt/flexible-store/create"
 INSTANCES = "/serviceorchestration/orchestration/mgmt/service-instances/create"
 SYSOP = {"Authorization": "Bearer SYSTEM//Sysop"}
 WRK_INSTALL_HINT = ("wrk is not on PATH: install it (Debian/Ubuntu: apt-get install wrk; "

@@ -77,6 +77,32 @@ def test_each_consumer_has_ten_rules_for_one_service_over_catalog_instances() ->
     assert {rule["serviceInstanceId"] for rule in rules} <= catalog
 
 
+def test_the_flexible_load_has_one_rule_per_consumer_a_tenth_by_metadata() -> None:
+    rules = [rule for consumer in range(1000) for rule in pull_http.flexible_rules(consumer)]
+    assert len(rules) == 1000
+    by_metadata = [rule for rule in rules if "serviceMetadataRequirements" in rule]
+    assert len(by_metadata) == 100
+    assert all("provider" not in rule for rule in by_metadata)
+    assert pull_http.flexible_rules(4242) == [{
+        "consumer": "Consumer4242", "serviceDefinition": "pullService42", "priority": 1,
+        "provider": "Provider42"}]
+    assert pull_http.flexible_results(4242) == 1
+    # instances of pullService0 in zone 5000 % 7 == 2: Provider1, 8, ..., 99
+    assert pull_http.flexible_results(5000) == 15
+
+
+def test_the_flexible_goals_ask_for_0_4_of_echo() -> None:
+    def run(rps: float, p99: float) -> dict:
+        return {"requests_per_second": rps, "p99_ms": p99, "valid": True}
+
+    lines = pull_http.goal_lines({"echo": run(1000, 50), "pull": run(450, 150),
+                                  "full-list": run(350, 150)}, flexible=True)
+    assert [line.rsplit("goal", 1)[1].split()[:2] for line in lines] == [
+        [">=", "0.4"], [">=", "0.4"], ["<=", "4"], ["<=", "4"]]
+    assert [line.endswith("NOT met") for line in lines] == [False, True, False, False]
+    assert "0.45" in lines[0] and "0.35" in lines[1]
+
+
 def test_goals_are_judged_and_runs_with_errors_are_invalid() -> None:
     def run(rps: float, p99: float, valid: bool = True) -> dict:
         return {"requests_per_second": rps, "p99_ms": p99, "valid": valid}

@@ -19,15 +19,18 @@ from django.conf import settings
 from conventions.exceptions import InvalidParameter
 from conventions.versions import validate_version
 from orchestration.pull import selectors
-from orchestration.pull.records import CatalogInstance, PullRule
+from orchestration.pull.records import (
+    CatalogInstance,
+    FlexibleRuleRecord,
+    PullRule,
+    PullSource,
+)
 from serviceregistry.discovery import instances_of, systems_metadata
 from store.metadata_requirements import matches_any
-from store.models import FlexibleRule
-from store.selectors.flexible_rules import flexible_rules_for
 from store.services.flexible_rules import version_key
 
 
-def _consumer_metadata(consumer: str, rules: list[FlexibleRule]) -> dict[str, Any]:
+def _consumer_metadata(consumer: str, rules: list[FlexibleRuleRecord]) -> dict[str, Any]:
     """The consumer's system metadata, asked of the ServiceRegistry only when a rule selects
     consumers by metadata; {} for a consumer it does not know, or without a ServiceRegistry."""
     if not settings.SERVICE_REGISTRY_URL or not any(r.consumer_metadata for r in rules):
@@ -35,7 +38,8 @@ def _consumer_metadata(consumer: str, rules: list[FlexibleRule]) -> dict[str, An
     return systems_metadata([consumer]).get(consumer, {})
 
 
-def _offered(definitions: set[str]) -> dict[str, list[tuple[CatalogInstance, dict]]]:
+def _offered(definitions: set[str],
+             source: PullSource) -> dict[str, list[tuple[CatalogInstance, dict]]]:
     """(instance, provider metadata) by service definition: the ServiceRegistry's first, then
     the local catalog's other instances (whose providers' metadata is unknown: {}), each in
     instance id order."""
@@ -47,7 +51,7 @@ def _offered(definitions: set[str]) -> dict[str, list[tuple[CatalogInstance, dic
                 offered[definition].append((selectors.registry_instance(item.instance),
                                             item.provider_metadata))
                 known.add(item.instance.service_instance_id)
-    for instance in selectors.local_instances_of(definitions).values():
+    for instance in source.local_instances_of(definitions).values():
         if instance.service_instance_id not in known:
             offered[instance.service_instance_id.split("|")[1]].append((instance, {}))
     for instances in offered.values():
@@ -62,7 +66,7 @@ def _version_key(version: str) -> tuple[int, ...] | None:
         return None
 
 
-def _selects(rule: FlexibleRule, instance: CatalogInstance,
+def _selects(rule: FlexibleRuleRecord, instance: CatalogInstance,
              provider_metadata: dict) -> CatalogInstance | None:
     """The instance as the rule offers it (only the interfaces of its template), or None."""
     provider, _, version = instance.service_instance_id.split("|")
@@ -85,14 +89,15 @@ def _selects(rule: FlexibleRule, instance: CatalogInstance,
 
 
 def flexible_selection(*, consumer: str, service_definition: str | None,
-                       ) -> list[tuple[PullRule, CatalogInstance]]:
+                       source: PullSource) -> list[tuple[PullRule, CatalogInstance]]:
     """The instances the consumer's flexible rules select, in rule order, each with the rule
-    (as pull reads one) that selected it."""
-    rules = flexible_rules_for(consumer=consumer, service_definition=service_definition)
+    (as pull reads one) that selected it; the local catalog read from `source` (the process's
+    snapshot, or the database)."""
+    rules = source.flexible_rules(consumer=consumer, service_definition=service_definition)
     consumer_metadata = _consumer_metadata(consumer, rules)
     rules = [rule for rule in rules if not rule.consumer_metadata
              or matches_any(consumer_metadata, rule.consumer_metadata)]
-    offered = _offered({rule.service_definition for rule in rules})
+    offered = _offered({rule.service_definition for rule in rules}, source)
     selected: list[tuple[PullRule, CatalogInstance]] = []
     taken: set[str] = set()
     for rule in rules:

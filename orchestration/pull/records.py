@@ -4,6 +4,7 @@ the database and the snapshot). The snapshot shares records between requests, so
 modify them or the dicts they hold: pull builds new dicts for what it changes.
 """
 import datetime as dt
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -32,6 +33,36 @@ class CatalogInstance:
 
 
 @dataclass(frozen=True, slots=True)
+class FlexibleRuleRecord:
+    """A flexible store rule as pull reads it (store.models.FlexibleRule's fields; the
+    requirements are lists of requirement objects or None)."""
+
+    id: uuid.UUID
+    consumer: str | None
+    consumer_metadata: list | None
+    provider: str | None
+    provider_metadata: list | None
+    service_definition: str
+    interface_template: str | None
+    service_metadata: list | None
+    min_version: str | None
+    max_version: str | None
+    priority: int
+    created_at: dt.datetime
+
+    @property
+    def order(self) -> tuple:
+        """Pull takes rules best priority first, then by service definition, then older."""
+        return self.priority, self.service_definition, self.created_at, self.id
+
+
+# The FlexibleRule columns a FlexibleRuleRecord is made of, in its fields' order.
+FLEXIBLE_RULE_COLUMNS = ("id", "consumer", "consumer_metadata", "provider", "provider_metadata",
+                         "service_definition", "interface_template", "service_metadata",
+                         "min_version", "max_version", "priority", "created_at")
+
+
+@dataclass(frozen=True, slots=True)
 class Reservation:
     """A lock of an instance: `owner` has it exclusively until `expires_at`."""
 
@@ -56,6 +87,15 @@ class PullSource(Protocol):
 
     def local_instances(self, instance_ids: Iterable[str]) -> dict[str, CatalogInstance]:
         """The local catalog's entries of these ids, by id; unknown ids are absent."""
+
+    def local_instances_of(self, service_definitions: Iterable[str],
+                           ) -> dict[str, CatalogInstance]:
+        """The local catalog's instances of these service definitions, by id."""
+
+    def flexible_rules(self, *, consumer: str, service_definition: str | None,
+                       ) -> list[FlexibleRuleRecord]:
+        """The flexible rules that may apply to the consumer (naming it, or selecting
+        consumers by metadata), of `service_definition` only when given, in pull order."""
 
     def active_locks(self, instance_ids: Iterable[str], *,
                      now: dt.datetime) -> dict[str, Reservation]:

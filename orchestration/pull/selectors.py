@@ -7,10 +7,13 @@ from collections.abc import Callable, Iterable
 from types import SimpleNamespace
 
 from django.conf import settings
+from django.db.models import Q
 
 from orchestration.models import OrchestrationLock
 from orchestration.pull.records import (
+    FLEXIBLE_RULE_COLUMNS,
     CatalogInstance,
+    FlexibleRuleRecord,
     PullRule,
     PullSource,
     Reservation,
@@ -18,7 +21,7 @@ from orchestration.pull.records import (
 )
 from orchestration.snapshot.state import snapshot_view
 from serviceregistry.instances import RegistryInstance, registry_instances
-from store.models import Rule, ServiceInstance, ServiceInterface
+from store.models import FlexibleRule, Rule, ServiceInstance, ServiceInterface
 
 
 def consumer_rules(*, consumer: str, service_definition: str | None) -> list[PullRule]:
@@ -29,6 +32,20 @@ def consumer_rules(*, consumer: str, service_definition: str | None) -> list[Pul
         rules = rules.filter(service_definition=service_definition)
     return [PullRule(*row) for row in rules.order_by("priority", "service_definition")
             .values_list("service_instance_id", "service_definition", "priority")]
+
+
+def flexible_rules(*, consumer: str, service_definition: str | None,
+                   ) -> list[FlexibleRuleRecord]:
+    """The flexible rules that may apply to `consumer`: those naming it and those selecting
+    consumers by metadata alone (pull checks those against its system metadata), of
+    `service_definition` only when given, in pull order (one query, served by the consumer
+    and the service definition indexes)."""
+    rules = FlexibleRule.objects.filter(Q(consumer=consumer) | Q(consumer__isnull=True))
+    if service_definition:
+        rules = rules.filter(service_definition=service_definition)
+    return [FlexibleRuleRecord(*row) for row in rules.order_by(
+        "priority", "service_definition", "created_at", "id").values_list(
+        *FLEXIBLE_RULE_COLUMNS)]
 
 
 def registry_instance(instance: RegistryInstance) -> CatalogInstance:
@@ -92,7 +109,9 @@ def active_locks(instance_ids: Iterable[str], *, now: dt.datetime) -> dict[str, 
 
 # The database as a `PullSource`: the reads above.
 DATABASE: PullSource = SimpleNamespace(consumer_rules=consumer_rules,
-                                       local_instances=local_instances, active_locks=active_locks)
+                                       local_instances=local_instances,
+                                       local_instances_of=local_instances_of,
+                                       flexible_rules=flexible_rules, active_locks=active_locks)
 
 
 def pull_source() -> PullSource:

@@ -109,16 +109,17 @@ def qos_max_latency(request: OrchestrationRequest) -> int | None:
 def _selection(run: _OrchestrationRun,
                ) -> tuple[list[tuple[PullRule, CatalogInstance | None]], dict[str, Reservation]]:
     """Steps 1 and 2 for the strategy in force: the consumer's rules with the instances behind
-    them, and those instances' reservations. The simple store reads its rules from the source
-    `selectors.pull_source` chooses (the process's snapshot, or the database) and looks the
-    instances up by id (an id nobody knows gives None); the flexible store's rules select
-    instances of the ServiceRegistry and the catalog (orchestration.pull.flexible)."""
+    them, and those instances' reservations, read from the source `selectors.pull_source`
+    chooses (the process's snapshot, or the database). The simple store's rules name their
+    instances, looked up by id (an id nobody knows gives None); the flexible store's rules
+    select instances of the ServiceRegistry and the catalog (orchestration.pull.flexible)."""
     definition = run.request.requirement.service_definition
-    if settings.ORCHESTRATION_STRATEGY == FLEXIBLE_STORE:
-        selected = flexible_selection(consumer=run.consumer, service_definition=definition)
-        ids = {rule.service_instance_id for rule, _ in selected}
-        return selected, selectors.active_locks(ids, now=run.now)
     source = selectors.pull_source()
+    if settings.ORCHESTRATION_STRATEGY == FLEXIBLE_STORE:
+        selected = flexible_selection(consumer=run.consumer, service_definition=definition,
+                                      source=source)
+        ids = {rule.service_instance_id for rule, _ in selected}
+        return selected, source.active_locks(ids, now=run.now)
     rules = source.consumer_rules(consumer=run.consumer, service_definition=definition)
     ids = {rule.service_instance_id for rule in rules}
     catalog = selectors.catalog_instances(ids, local=source.local_instances)

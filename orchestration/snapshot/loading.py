@@ -4,6 +4,7 @@ request thread's connection, no model instances: a million rules load in seconds
 import datetime as dt
 import json
 import sys
+import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -12,18 +13,21 @@ from django.utils.dateparse import parse_datetime
 
 from database.statements import placeholders
 from orchestration.pull.records import (
+    FLEXIBLE_RULE_COLUMNS,
     CatalogInstance,
+    FlexibleRuleRecord,
     PullRule,
     Reservation,
     interface_record,
 )
 from orchestration.models import OrchestrationLock
-from store.models import Rule, ServiceInstance, ServiceInterface
+from store.models import FlexibleRule, Rule, ServiceInstance, ServiceInterface
 
 RULES = Rule._meta.db_table
 INSTANCES = ServiceInstance._meta.db_table
 INTERFACES = ServiceInterface._meta.db_table
 LOCKS = OrchestrationLock._meta.db_table
+FLEXIBLE_RULES = FlexibleRule._meta.db_table
 
 # Rules by consumer, then by service definition, best priority first.
 ConsumerRules = dict[str, tuple[PullRule, ...]]
@@ -96,6 +100,44 @@ def load_instances(instance_ids: Iterable[str] | None = None) -> dict[str, Catal
     return {sys.intern(instance_id): CatalogInstance(instance_id, pk, _aware(expires_at),
                                                      _json(metadata), tuple(interfaces[pk]))
             for pk, instance_id, expires_at, metadata in rows}
+
+
+def _flexible_record(row: tuple) -> FlexibleRuleRecord:
+    (rule_id, consumer, consumer_metadata, provider, provider_metadata, definition, template,
+     service_metadata, min_version, max_version, priority, created_at) = row
+    return FlexibleRuleRecord(
+        uuid.UUID(str(rule_id)), consumer, _json(consumer_metadata), provider,
+        _json(provider_metadata), sys.intern(definition), template, _json(service_metadata),
+        min_version, max_version, priority, _aware(created_at))
+
+
+def load_flexible_rules(*, consumers: Iterable[str] | None = None,
+                        definitions: Iterable[str] | None = None,
+                        ) -> tuple[dict[str, tuple[FlexibleRuleRecord, ...]],
+                                   dict[str, tuple[FlexibleRuleRecord, ...]]]:
+    """The flexible rules naming a consumer, by consumer, and those selecting consumers by
+    metadata, by service definition, each in pull order: all of them (neither argument), the
+    rules naming `consumers`, or the metadata rules of `definitions`."""
+    columns = ", ".join(FLEXIBLE_RULE_COLUMNS)
+    if consumers is not None:
+        rows = _rows(f"SELECT {columns} FROM {FLEXIBLE_RULES} WHERE {{keys}}", "consumer",
+                     consumers)
+    elif definitions is not None:
+        rows = _rows(f"SELECT {columns} FROM {FLEXIBLE_RULES} WHERE consumer IS NULL AND "
+                     "{keys}", "service_definition", definitions)
+    else:
+        rows = _rows(f"SELECT {columns} FROM {FLEXIBLE_RULES} WHERE {{keys}}", "", None)
+    named: dict[str, list[FlexibleRuleRecord]] = {}
+    by_metadata: dict[str, list[FlexibleRuleRecord]] = {}
+    for rule in map(_flexible_record, rows):
+        if rule.consumer is None:
+            by_metadata.setdefault(rule.service_definition, []).append(rule)
+        else:
+            named.setdefault(sys.intern(rule.consumer), []).append(rule)
+    return ({key: tuple(sorted(rules, key=lambda rule: rule.order))
+             for key, rules in named.items()},
+            {key: tuple(sorted(rules, key=lambda rule: rule.order))
+             for key, rules in by_metadata.items()})
 
 
 def load_reservations(instance_ids: Iterable[str] | None = None) -> dict[str, Reservation]:

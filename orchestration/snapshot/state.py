@@ -32,7 +32,12 @@ from collections.abc import Iterable
 from django.conf import settings
 from django.db import connection
 
-from orchestration.pull.records import CatalogInstance, PullRule, Reservation
+from orchestration.pull.records import (
+    CatalogInstance,
+    FlexibleRuleRecord,
+    PullRule,
+    Reservation,
+)
 from orchestration.snapshot.changes import (
     TRUSTED_SECONDS,
     Change,
@@ -43,6 +48,7 @@ from orchestration.snapshot.changes import (
 from orchestration.snapshot.loading import (
     ConsumerRules,
     count_rules,
+    load_flexible_rules,
     load_instances,
     load_reservations,
     load_rules,
@@ -84,6 +90,23 @@ class SnapshotView:
         return {instance_id: instance for instance_id in instance_ids
                 if (instance := instances.get(instance_id)) is not None}
 
+    def local_instances_of(self, service_definitions: Iterable[str],
+                           ) -> dict[str, CatalogInstance]:
+        by_definition, instances = self._data.by_definition, self._data.instances
+        return {instance_id: instances[instance_id] for definition in service_definitions
+                for instance_id in by_definition.get(definition, ())}
+
+    def flexible_rules(self, *, consumer: str, service_definition: str | None,
+                       ) -> list[FlexibleRuleRecord]:
+        named = self._data.flexible_named.get(consumer, ())
+        by_metadata = self._data.flexible_by_metadata
+        if service_definition:
+            rules = [*(rule for rule in named if rule.service_definition == service_definition),
+                     *by_metadata.get(service_definition, ())]
+        else:
+            rules = [*named, *(rule for rules in by_metadata.values() for rule in rules)]
+        return sorted(rules, key=lambda rule: rule.order)
+
     def active_locks(self, instance_ids: Iterable[str], *,
                      now: dt.datetime) -> dict[str, Reservation]:
         locks = self._data.locks
@@ -91,11 +114,36 @@ class SnapshotView:
                 if (lock := locks.get(instance_id)) is not None and lock.expires_at > now}
 
 
+FlexibleRules = dict[str, tuple[FlexibleRuleRecord, ...]]
+
+
 class _Data:
     def __init__(self, rules: dict[str, ConsumerRules], instances: dict[str, CatalogInstance],
-                 locks: dict[str, Reservation]) -> None:
+                 locks: dict[str, Reservation],
+                 flexible: tuple[FlexibleRules, FlexibleRules]) -> None:
         self.rules, self.instances, self.locks = rules, instances, locks
+        # The flexible store's rules: naming a consumer (by consumer), selecting consumers by
+        # metadata (by service definition).
+        self.flexible_named, self.flexible_by_metadata = flexible
         self.rule_count = sum(len(r) for by_def in rules.values() for r in by_def.values())
+        self.rule_count += sum(len(r) for r in self.flexible_named.values())
+        self.rule_count += sum(len(r) for r in self.flexible_by_metadata.values())
+        # The catalog's instance ids by service definition (the flexible store's pull).
+        self.by_definition: dict[str, set[str]] = {}
+        for instance_id in instances:
+            self.by_definition.setdefault(_definition(instance_id), set()).add(instance_id)
+
+    def instance_replace(self, instance_id: str, instance: CatalogInstance | None) -> None:
+        _replace(self.instances, instance_id, instance)
+        ids = self.by_definition.setdefault(_definition(instance_id), set())
+        if instance is None:
+            ids.discard(instance_id)
+        else:
+            ids.add(instance_id)
+
+
+def _definition(instance_id: str) -> str:
+    return instance_id.split("|")[1] if instance_id.count("|") == 2 else ""
 
 
 class PullSnapshot:
@@ -220,10 +268,19 @@ class PullSnapshot:
                 if consumer in rules:
                     data.rules[consumer] = rules[consumer]
                     data.rule_count += sum(map(len, rules[consumer].values()))
+        if consumers:
+            named, _ = load_flexible_rules(consumers=consumers)
+            _replace_groups(data, data.flexible_named, consumers, named)
+        definitions = {instance_id.split("|")[1] for instance_id in instance_ids
+                       if instance_id.startswith(FLEXIBLE_DEFINITION_CHANGE)}
+        if definitions:
+            _, by_metadata = load_flexible_rules(definitions=definitions)
+            _replace_groups(data, data.flexible_by_metadata, definitions, by_metadata)
+            instance_ids = instance_ids - {f"*|{definition}|*" for definition in definitions}
         if instance_ids:
             instances, locks = load_instances(instance_ids), load_reservations(instance_ids)
             for instance_id in instance_ids:
-                _replace(data.instances, instance_id, instances.get(instance_id))
+                data.instance_replace(instance_id, instances.get(instance_id))
                 _replace(data.locks, instance_id, locks.get(instance_id))
 
     # --- loading --------------------------------------------------------------------------
@@ -293,7 +350,8 @@ class PullSnapshot:
         if collecting:  # each collection during the load would walk all it loaded so far
             gc.disable()
         try:
-            data = _Data(load_rules(), load_instances(), load_reservations())
+            data = _Data(load_rules(), load_instances(), load_reservations(),
+                         load_flexible_rules())
         finally:
             if collecting:
                 gc.enable()
@@ -304,6 +362,21 @@ class PullSnapshot:
         logger.info("Pull snapshot loaded: %d rules, %d instances in %.2f s", data.rule_count,
                     len(data.instances), time.monotonic() - started)
         return True
+
+
+# The change of the pseudo instance `*|<definition>|*`: the flexible rules selecting consumers
+# by metadata of that definition (orchestration/migrations/sql/0007_feed_flexible_rules.*).
+FLEXIBLE_DEFINITION_CHANGE = "*|"
+
+
+def _replace_groups(data: "_Data", groups: dict, keys: Iterable[str], loaded: dict) -> None:
+    """Replace the rule groups of `keys` in `groups` with those loaded, keeping the count."""
+    for key in keys:
+        old = groups.pop(key, ())
+        data.rule_count -= len(old)
+        if key in loaded:
+            groups[key] = loaded[key]
+            data.rule_count += len(loaded[key])
 
 
 def _replace(records: dict, key: str, record: object | None) -> None:

@@ -1,10 +1,10 @@
-"""Reading flexible store rules: the management query and the rules a pull considers (issue 33,
-docs/flexible-store.md)."""
+"""Reading flexible store rules: the management query (issue 33, docs/flexible-store.md; pull
+reads them through its sources, orchestration.pull.selectors)."""
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
 from conventions import names
 from conventions.pagination import PageRequest, filter_given, paginate
@@ -77,14 +77,3 @@ def flexible_rule_list(*, filters: FlexibleRuleFilters,
     """One page of matching rules and the total number of matches."""
     rows, total = paginate(_filtered(filters), page, columns=SORT_COLUMNS, tie_breaker="id")
     return list(rows), total
-
-
-def flexible_rules_for(*, consumer: str, service_definition: str | None) -> list[FlexibleRule]:
-    """The rules that may apply to `consumer` (those naming it, and those selecting consumers
-    by metadata alone, which pull checks against its system metadata), of
-    `service_definition` only when given; best priority first, then by service definition and
-    age (one query, served by the consumer and the service definition indexes)."""
-    rules = FlexibleRule.objects.filter(Q(consumer=consumer) | Q(consumer__isnull=True))
-    if service_definition:
-        rules = rules.filter(service_definition=service_definition)
-    return list(rules.order_by("priority", "service_definition", "created_at", "id"))

@@ -4,6 +4,7 @@ the local catalog; the rest of pull is the simple store's."""
 import pytest
 
 from notifications.models import NotificationDelivery
+from orchestration.pull import selectors
 from orchestration.pull.flexible import flexible_selection
 from serviceregistry.polling import instances_poll
 from store.models import FlexibleRule
@@ -13,10 +14,11 @@ from subscriptions.selectors import live_targets
 from subscriptions.services.evaluation import changes_process
 from tests.factories import make_instances
 from tests.orchestration.helpers import instance_ids, pull
+from tests.pull_sources import database_only
 from tests.store.helpers import http_interface, instance_body, mqtt_interface
 from tests.subscriptions.helpers import feed_skip, mqtt_notify, subscribe, subscription_body
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("pull_source")]
 
 ONE, TWO = "ProviderOne|serviceOne|1.0.0", "ProviderTwo|serviceOne|2.1.0"
 OTHER = "ProviderOne|serviceTwo|1.0.0"
@@ -81,6 +83,21 @@ class FlexibleSelectionTests:
         assert instance_ids(pull(api, requirement(), consumer="CarConsumer2")) == []
         assert instance_ids(pull(api, requirement(), consumer="Unknown")) == []
 
+    def test_removed_rules_no_longer_apply(self, api, registry):
+        """On the snapshot, a rule selecting consumers by metadata reaches pull through the
+        feed's pseudo instance `*|<definition>|*`, a named one through its consumer."""
+        offer(registry, ONE)
+        offer(registry, TWO)
+        registry.put_system("CarConsumer1", {"site": "plant1"})
+        rules({"consumer_metadata": [{"site": "plant1"}], "provider": "ProviderOne",
+               "service_definition": "serviceOne", "priority": 1},
+              rule(provider="ProviderTwo", priority=2))
+        assert instance_ids(pull(api, requirement())) == [ONE, TWO]
+        FlexibleRule.objects.filter(consumer__isnull=True).delete()
+        assert instance_ids(pull(api, requirement())) == [TWO]
+        FlexibleRule.objects.all().delete()
+        assert instance_ids(pull(api, requirement())) == []
+
     def test_the_consumer_metadata_is_looked_up_once_and_only_when_needed(self, api, registry):
         offer(registry, ONE)
         registry.put_system("CarConsumer1", {"site": "plant1"})
@@ -115,7 +132,8 @@ class FlexibleSelectionTests:
               rule(provider_metadata=[{}], priority=2),
               rule(provider="ProviderOne", service_definition="serviceTwo", priority=1))
         assert instance_ids(pull(api, {})) == [OTHER, ONE, TWO]
-        selection = flexible_selection(consumer="CarConsumer1", service_definition=None)
+        selection = flexible_selection(consumer="CarConsumer1", service_definition=None,
+                                       source=selectors.pull_source())
         assert [(r.service_instance_id, r.priority) for r, _ in selection] == [
             (OTHER, 1), (ONE, 2), (TWO, 2)]
         assert instance_ids(pull(api, requirement())) == [ONE, TWO]
@@ -192,6 +210,8 @@ def pushed() -> list[list[str]]:
             for d in NotificationDelivery.objects.order_by("created_at")]
 
 
+# The evaluations run inside their transaction, where pull reads the database on either source.
+@database_only
 class FlexiblePushTests:
     """Subscriptions push on every change that alters a flexible result: a rule (naming the
     consumer or selecting consumers by metadata), an instance of the ServiceRegistry (polled)."""
