@@ -197,6 +197,30 @@ def _java_warnings(candidates: list[Candidate], run: _OrchestrationRun, qos: boo
     return warnings
 
 
+def _flags_check_as_dynamic(request: OrchestrationRequest) -> None:
+    """The flexible store answers the flags it does not support as the Java
+    DynamicServiceOrchestration does with neither other clouds nor translation enabled: the
+    requests it refuses are refused with its messages, the others served locally without a
+    warning (it names none)."""
+    requirement = request.requirement
+    one_operation = len(requirement.operations) == 1
+    if request.has("ONLY_INTERCLOUD"):
+        raise InvalidParameter("ONLY_INTERCLOUD flag is present, but intercloud orchestration "
+                               "is not enabled")
+    if request.has("ALLOW_INTERCLOUD") and not one_operation:
+        raise InvalidParameter("Exactly one operation must be defined when only inter-cloud "
+                               "orchestration is allowed")
+    if request.has("ALLOW_TRANSLATION") and not one_operation:
+        raise InvalidParameter("Exactly one operation must be defined when translation is "
+                               "allowed")
+    if request.has("ALLOW_TRANSLATION") and not requirement.interface_template_names:
+        raise InvalidParameter("Interface template name(s) must be defined when translation "
+                               "is allowed")
+    if request.has("ONLY_PREFERRED") and not requirement.preferred_providers:
+        raise InvalidParameter("ONLY_PREFERRED flag is present, but no preferred provider is "
+                               "defined")
+
+
 def _reserve(candidate: Candidate, run: _OrchestrationRun) -> bool:
     """Reserve for the consumer (or find its own live reservation). False when another
     consumer won the instance in the meantime."""
@@ -344,10 +368,14 @@ def orchestrate_unrecorded(*, consumer: str, request: OrchestrationRequest,
 def _orchestrate(run: _OrchestrationRun) -> OrchestrationResult:
     request, now, commit = run.request, run.now, run.commit
     max_latency = qos_max_latency(request)
-    if request.has("ALLOW_TRANSLATION"):
-        run.warn(WARN_NO_TRANSLATION)
-    if request.has("ALLOW_INTERCLOUD"):
-        run.warn(WARN_NO_INTERCLOUD)
+    flexible = settings.ORCHESTRATION_STRATEGY == FLEXIBLE_STORE
+    if flexible:
+        _flags_check_as_dynamic(request)
+    else:
+        if request.has("ALLOW_TRANSLATION"):
+            run.warn(WARN_NO_TRANSLATION)
+        if request.has("ALLOW_INTERCLOUD"):
+            run.warn(WARN_NO_INTERCLOUD)
     requirement = request.requirement
     with regex_budget():  # requirements are evaluated per candidate (docs/limits.md)
         qualifying = _candidates(run)
@@ -359,7 +387,8 @@ def _orchestrate(run: _OrchestrationRun) -> OrchestrationResult:
         candidates = _within_latency(candidates, max_latency, now)
     candidates = _exclusivity_and_matchmaking(candidates, run)
     tokens = _tokens(candidates, run)
-    warnings = _java_warnings(candidates, run, qos=max_latency is not None) + run.warnings
+    warnings = ([] if flexible else _java_warnings(candidates, run, qos=max_latency is not None)
+                ) + run.warnings
     return OrchestrationResult([_entry(c, tokens.get(id(c))) for c in candidates], warnings,
                                commit_differs=not commit and _commit_differs(candidates, run))
 

@@ -13,8 +13,9 @@ from subscriptions.models import Subscription
 from subscriptions.selectors import live_targets
 from subscriptions.services.evaluation import changes_process
 from tests.factories import make_instances
-from tests.orchestration.helpers import instance_ids, pull
-from tests.pull_sources import database_only
+from tests.helpers import assert_error
+from tests.orchestration.helpers import PULL, instance_ids, pull
+from tests.pull_sources import database_only, reads_no_source
 from tests.store.helpers import http_interface, instance_body, mqtt_interface
 from tests.subscriptions.helpers import feed_skip, mqtt_notify, subscribe, subscription_body
 
@@ -264,3 +265,41 @@ class FlexiblePushTests:
         assert instances_poll(live_targets) == 1
         assert changes_process() == 1
         assert pushed()[-1] == [ONE]
+
+
+class FlexibleFlagTests:
+    """The flags the flexible store does not support, answered as the Java dynamic
+    orchestrator answers them with other clouds and translation disabled."""
+
+    @reads_no_source  # refused before pull reads its rules
+    @pytest.mark.parametrize("flags, fields, message", [
+        ({"ONLY_INTERCLOUD": True}, {},
+         "ONLY_INTERCLOUD flag is present, but intercloud orchestration is not enabled"),
+        ({"ALLOW_INTERCLOUD": True}, {},
+         "Exactly one operation must be defined when only inter-cloud orchestration is "
+         "allowed"),
+        ({"ALLOW_TRANSLATION": True}, {"operations": ["query", "other"]},
+         "Exactly one operation must be defined when translation is allowed"),
+        ({"ALLOW_TRANSLATION": True}, {"operations": ["query"]},
+         "Interface template name(s) must be defined when translation is allowed"),
+        ({"ONLY_PREFERRED": True}, {},
+         "ONLY_PREFERRED flag is present, but no preferred provider is defined"),
+    ])
+    def test_it_refuses_what_the_dynamic_orchestrator_refuses(self, api, registry, flags,
+                                                              fields, message):
+        rules(rule(provider="ProviderOne"))
+        response = pull(api, requirement(**fields) | {"orchestrationFlags": flags})
+        assert_error(response, 400, "INVALID_PARAMETER", message, f"POST {PULL}")
+
+    def test_the_others_are_served_locally_without_warnings(self, api, registry):
+        offer(registry, ONE)
+        rules(rule(provider="ProviderOne"))
+        response = pull(api, requirement(operations=["query"],
+                                         interfaceTemplateNames=["generic_http"]) | {
+            "orchestrationFlags": {"ALLOW_INTERCLOUD": True, "ALLOW_TRANSLATION": True,
+                                   "MATCHMAKING": True}})
+        assert response.status_code == 200, response.content
+        assert (instance_ids(response), response.json()["warnings"]) == ([ONE], [])
+        collector = pull(api, requirement() | {"orchestrationFlags": {
+            "MATCHMAKING": True, "ALLOW_INTERCLOUD": False, "ALLOW_TRANSLATION": False}})
+        assert collector.json()["warnings"] == []
