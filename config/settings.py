@@ -320,15 +320,20 @@ CONSUMER_AUTHORIZATION_CACHE_SECONDS = env_non_negative_int(
     "CONSUMER_AUTHORIZATION_CACHE_SECONDS", 5)
 AUTHORIZATION_TOKENS = env_choice("AUTHORIZATION_TOKENS", "own",
                                   ("own", "consumer-authorization"))
+# The flexible store: offer only providers that granted the consumer their service in
+# ConsumerAuthorization (docs/flexible-store.md).
+CONSUMER_AUTHORIZATION_FILTER = env.bool("CONSUMER_AUTHORIZATION_FILTER", default=False)
 BLACKLIST_FILTER = env.bool("BLACKLIST_FILTER", default=False)
 BLACKLIST_FORCE = env.bool("BLACKLIST_FORCE", default=True)
 BLACKLIST_EXCLUDE = env.list("BLACKLIST_EXCLUDE", default=[
     "ServiceRegistry", "Authentication", "ConsumerAuthorization", "DynamicServiceOrchestration"])
 BLACKLIST_CACHE_SECONDS = env_non_negative_int("BLACKLIST_CACHE_SECONDS", 5)
-if (MANAGEMENT_POLICY == "authorization" or AUTHORIZATION_TOKENS == "consumer-authorization") \
+if (MANAGEMENT_POLICY == "authorization" or AUTHORIZATION_TOKENS == "consumer-authorization"
+        or CONSUMER_AUTHORIZATION_FILTER) \
         and not (CONSUMER_AUTHORIZATION_URL or SERVICE_REGISTRY_URL):
-    raise ImproperlyConfigured("MANAGEMENT_POLICY=authorization and "
-                               "AUTHORIZATION_TOKENS=consumer-authorization need "
+    raise ImproperlyConfigured("MANAGEMENT_POLICY=authorization, "
+                               "AUTHORIZATION_TOKENS=consumer-authorization and "
+                               "CONSUMER_AUTHORIZATION_FILTER need "
                                "CONSUMER_AUTHORIZATION_URL or SERVICE_REGISTRY_URL")
 if BLACKLIST_FILTER and not (BLACKLIST_URL or SERVICE_REGISTRY_URL):
     raise ImproperlyConfigured("BLACKLIST_FILTER needs BLACKLIST_URL or SERVICE_REGISTRY_URL")

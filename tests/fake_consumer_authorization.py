@@ -40,6 +40,7 @@ from tests.fake_system import FakeSystem, not_found, without_nulls
 BASE = "/consumerauthorization"
 GRANT = f"{BASE}/authorization/grant"
 VERIFY = f"{BASE}/authorization/verify"
+CHECK = f"{BASE}/authorization/mgmt/check"
 GENERATE = f"{BASE}/authorization/mgmt/token/generate"
 TOKEN_VERIFY = f"{BASE}/authorization-token/token/verify/"
 SYSTEM_NAME = "ConsumerAuthorization"
@@ -301,6 +302,29 @@ class FakeConsumerAuthorization(FakeSystem):
         return 200, self._allows(body.get("cloud") or LOCAL, provider, consumer, target_type,
                                  body["target"], body.get("scope") or None)
 
+    def check(self, body: Any) -> tuple[int, Any]:
+        """`authorizationManagement`/`check-policies`: each question answered `granted`, in
+        the order asked (a management operation: any management system may ask)."""
+        questions = body.get("list") if isinstance(body, dict) else None
+        if not questions:
+            return 400, error_body(400, "INVALID_PARAMETER", "Request payload is missing",
+                                   f"POST {CHECK}")
+        entries = []
+        for question in questions:
+            try:
+                target_type = _target_type(question.get("targetType"))
+            except _Invalid as error:
+                return 400, error_body(400, "INVALID_PARAMETER", str(error), f"POST {CHECK}")
+            cloud, scope = question.get("cloud") or LOCAL, question.get("scope") or None
+            entries.append(without_nulls({
+                "provider": question.get("provider"), "consumer": question.get("consumer"),
+                "cloud": cloud, "targetType": target_type, "target": question.get("target"),
+                "scope": scope,
+                "granted": self._allows(cloud, question.get("provider"),
+                                        question.get("consumer"), target_type,
+                                        question.get("target"), scope)}))
+        return 200, {"entries": entries, "count": len(entries)}
+
     def generate(self, caller: str, query: str, body: Any) -> tuple[int, Any]:
         unbound = parse_qs(query).get("unbound") == ["true"]
         if unbound and caller not in self.unbound_whitelist:
@@ -387,6 +411,8 @@ class FakeConsumerAuthorization(FakeSystem):
             return self.grant_policy(caller, body)
         if method == "POST" and parts.path == VERIFY:
             return self.verify(caller, body)
+        if method == "POST" and parts.path == CHECK:
+            return self.check(body)
         if method == "POST" and parts.path == GENERATE:
             return self.generate_answer or self.generate(caller, parts.query, body)
         if method == "GET" and parts.path.startswith(TOKEN_VERIFY):

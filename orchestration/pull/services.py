@@ -21,7 +21,7 @@ from conventions.exclusivity import MAX_EXCLUSIVITY_SECONDS, exclusivity_seconds
 from identity.blacklist import providers_allowed
 from orchestration.history.job_writer import PullJob, job_write_behind
 from orchestration.models import OrchestrationJob
-from orchestration.pull import matching, reservations, selectors
+from orchestration.pull import ca_policies, matching, reservations, selectors
 from orchestration.pull.flexible import flexible_selection
 from orchestration.pull.latency import instance_latencies
 from orchestration.pull.records import CatalogInstance, PullRule, Reservation
@@ -168,6 +168,15 @@ def _not_blacklisted(candidates: list[Candidate]) -> list[Candidate]:
         return candidates
     allowed = providers_allowed(candidate.provider for candidate in candidates)
     return [candidate for candidate in candidates if candidate.provider in allowed]
+
+
+def _authorized(candidates: list[Candidate], run: _OrchestrationRun) -> list[Candidate]:
+    """The flexible store: without the candidates whose provider has not granted the consumer
+    their service in ConsumerAuthorization (orchestration.pull.ca_policies)."""
+    pairs = [(candidate.provider, candidate.service_definition) for candidate in candidates]
+    refused = ca_policies.denied(run.consumer, pairs, run.request.requirement.operations)
+    return [candidate for candidate, pair in zip(candidates, pairs, strict=True)
+            if pair not in refused]
 
 
 def _within_latency(candidates: list[Candidate], max_latency: int, now) -> list[Candidate]:
@@ -380,6 +389,8 @@ def _orchestrate(run: _OrchestrationRun) -> OrchestrationResult:
     with regex_budget():  # requirements are evaluated per candidate (docs/limits.md)
         qualifying = _candidates(run)
     qualifying = _not_blacklisted(qualifying)
+    if flexible and settings.CONSUMER_AUTHORIZATION_FILTER:
+        qualifying = _authorized(qualifying, run)
     candidates = matching.preferred_first(
         qualifying, lambda c: c.provider, requirement.preferred_providers,
         only_preferred=request.has("ONLY_PREFERRED"))

@@ -143,6 +143,15 @@ def consumerauthorization_flow() -> list[dict]:
              f"{base}/authorization-token/token/verify/{{{{7/entries/0/token}}}}", PROVIDER),
         step("another system verifies it", "GET",
              f"{base}/authorization-token/token/verify/{{{{7/entries/0/token}}}}", OTHER),
+        step("the flexible store checks consumers' policies (granted, not granted, a scope)",
+             "POST", f"{base}/authorization/mgmt/check", US, {"list": [
+                 {"provider": PROVIDER, "consumer": CONSUMER, "targetType": "SERVICE_DEF",
+                  "target": "interopService"},
+                 {"provider": PROVIDER, "consumer": OTHER, "targetType": "SERVICE_DEF",
+                  "target": "interopService"},
+                 {"provider": PROVIDER, "consumer": CONSUMER, "targetType": "SERVICE_DEF",
+                  "target": "interopService", "scope": "query"}]}),
+        step("an empty check", "POST", f"{base}/authorization/mgmt/check", US, {"list": []}),
     ]
 
 

@@ -3,6 +3,7 @@ rules select instances of the ServiceRegistry (a fake over real HTTP on the loop
 the local catalog; the rest of pull is the simple store's."""
 import pytest
 
+from clients import peers
 from notifications.models import NotificationDelivery
 from orchestration.pull import selectors
 from orchestration.pull.flexible import flexible_selection
@@ -12,7 +13,8 @@ from store.services.flexible_rules import FlexibleRuleDraft, flexible_rule_creat
 from subscriptions.models import Subscription
 from subscriptions.selectors import live_targets
 from subscriptions.services.evaluation import changes_process
-from tests.factories import make_instances
+from tests.factories import make_instances, make_rules
+from tests.fake_consumer_authorization import FakeConsumerAuthorization
 from tests.helpers import assert_error
 from tests.orchestration.helpers import PULL, instance_ids, pull
 from tests.pull_sources import database_only, reads_no_source
@@ -303,3 +305,61 @@ class FlexibleFlagTests:
         collector = pull(api, requirement() | {"orchestrationFlags": {
             "MATCHMAKING": True, "ALLOW_INTERCLOUD": False, "ALLOW_TRANSLATION": False}})
         assert collector.json()["warnings"] == []
+
+
+@pytest.fixture
+def ca(settings):
+    """A fake ConsumerAuthorization (its check recorded against the real one) filtering."""
+    peers.forget_locations()
+    fake = FakeConsumerAuthorization()
+    settings.CONSUMER_AUTHORIZATION_URL = fake.url
+    settings.CONSUMER_AUTHORIZATION_FILTER = True
+    yield fake
+    fake.stop()
+    peers.forget_locations()
+
+
+def checks(ca: FakeConsumerAuthorization) -> list:
+    return [call.body["list"] for call in ca.calls if call.path.endswith("/mgmt/check")]
+
+
+class FlexibleAuthorizationTests:
+    """With CONSUMER_AUTHORIZATION_FILTER, only providers that granted the consumer their
+    service in ConsumerAuthorization are offered, as the Java dynamic orchestrator does."""
+
+    def test_it_offers_only_granted_providers_in_one_check(self, api, registry, ca):
+        offer(registry, ONE)
+        offer(registry, TWO)
+        rules(rule(provider_metadata=[{}]))
+        ca.grant("CarConsumer1", "ProviderTwo", "serviceOne")
+        assert instance_ids(pull(api, requirement())) == [TWO]
+        [questions] = checks(ca)
+        assert [(q["provider"], q["consumer"], q["target"], q["scope"]) for q in questions] == [
+            ("ProviderOne", "CarConsumer1", "serviceOne", None),
+            ("ProviderTwo", "CarConsumer1", "serviceOne", None)]
+
+    def test_each_requested_operation_must_be_granted(self, api, registry, ca):
+        offer(registry, ONE)
+        rules(rule(provider="ProviderOne"))
+        ca.grant("CarConsumer1", "ProviderOne", "serviceOne", scope="query")
+        assert instance_ids(pull(api, requirement(operations=["query"]))) == [ONE]
+        assert instance_ids(pull(api, requirement(operations=["query", "write"]))) == []
+
+    def test_without_candidates_it_asks_nothing(self, api, registry, ca):
+        rules(rule(provider="ProviderOne"))
+        assert instance_ids(pull(api, requirement())) == []
+        assert checks(ca) == []
+
+    def test_a_failing_check_is_a_503(self, api, registry, ca):
+        offer(registry, ONE)
+        rules(rule(provider="ProviderOne"))
+        ca.stop()
+        response = pull(api, requirement())
+        assert response.status_code == 503, response.content
+
+    def test_the_simple_store_does_not_check(self, api, registry, ca, settings):
+        settings.ORCHESTRATION_STRATEGY = "simple-store"
+        offer(registry, ONE)
+        make_rules(("CarConsumer1", ONE, 1))
+        assert instance_ids(pull(api, requirement())) == [ONE]
+        assert checks(ca) == []
