@@ -53,12 +53,12 @@ def instances_of(service_definitions: Iterable[str], *,
     return _definitions.get_many(service_definitions, lookup, refresh=refresh)
 
 
-def systems_metadata(names: Iterable[str]) -> dict[str, dict[str, Any]]:
+def systems_metadata(names: Iterable[str], *, refresh: bool = False) -> dict[str, dict[str, Any]]:
     """The system metadata of the named systems the ServiceRegistry knows (absent: unknown),
-    by name (one lookup of those not freshly cached)."""
+    by name (one lookup of those not freshly cached, with `refresh` of all)."""
     def lookup(missing: list[str]) -> dict[str, dict[str, Any]]:
         return {entry["name"]: entry.get("metadata") if isinstance(entry.get("metadata"), dict)
                 else {} for entry in registry.system_lookup(missing)
                 if isinstance(entry.get("name"), str)}
 
-    return _systems.get_many(names, lookup)
+    return _systems.get_many(names, lookup, refresh=refresh)

@@ -12,3 +12,16 @@ class PolledInstance(models.Model):
 
     def __str__(self) -> str:
         return self.instance_id
+
+
+class PolledSystem(models.Model):
+    """What the last poll saw of the system metadata of a live subscription's consumer, under
+    the flexible store when rules select consumers by metadata (serviceregistry.polling)."""
+
+    name = models.CharField(max_length=63, unique=True)
+    # SHA-256 (hex) of the system metadata; empty: not in the ServiceRegistry.
+    fingerprint = models.CharField(max_length=64, blank=True)
+    polled_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return self.name

@@ -14,9 +14,9 @@ from django.utils import timezone
 
 from api.operations import FLEXIBLE_STORE
 from database.transaction_retry import retry_on_conflict
-from serviceregistry.discovery import instances_of
+from serviceregistry.discovery import instances_of, systems_metadata
 from serviceregistry.instances import RegistryInstance, registry_instances
-from serviceregistry.models import PolledInstance
+from serviceregistry.models import PolledInstance, PolledSystem
 from store.models import FlexibleRule, Rule
 
 
@@ -106,3 +106,39 @@ def _changes_record(seen: dict[str, str], now: dt.datetime) -> int:
             update_fields=["fingerprint", "polled_at"])
         PolledInstance.objects.filter(polled_at__lt=now).delete()  # no subscription behind
     return len(changed)
+
+
+def systems_poll(consumers: Iterable[str]) -> list[str]:
+    """Under the flexible store, when rules select consumers by metadata: look the consumers'
+    system metadata up again (one call) and return those whose metadata changed since the
+    last poll (or were seen for the first time): their subscriptions may have another result.
+    A failing ServiceRegistry raises ServiceRegistryUnavailable."""
+    if (not settings.SERVICE_REGISTRY_URL or settings.ORCHESTRATION_STRATEGY != FLEXIBLE_STORE
+            or not FlexibleRule.objects.filter(consumer_metadata__isnull=False).exists()):
+        return []
+    names = sorted(set(consumers))
+    found = systems_metadata(names, refresh=True) if names else {}
+    seen = {name: _metadata_fingerprint(found.get(name)) for name in names}
+    return _systems_record(seen, timezone.now())
+
+
+def _metadata_fingerprint(metadata: dict | None) -> str:
+    if metadata is None:
+        return ""
+    return hashlib.sha256(json.dumps(metadata, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@retry_on_conflict
+def _systems_record(seen: dict[str, str], now: dt.datetime) -> list[str]:
+    """Store the fingerprints (as _changes_record does the instances'); the changed names."""
+    names = list(seen)
+    with transaction.atomic():
+        previous = dict(PolledSystem.objects.select_for_update().filter(name__in=names)
+                        .order_by("name").values_list("name", "fingerprint"))
+        changed = [name for name in names if previous.get(name) != seen[name]]
+        PolledSystem.objects.bulk_create(
+            [PolledSystem(name=name, fingerprint=seen[name], polled_at=now) for name in names],
+            update_conflicts=True, unique_fields=["name"],
+            update_fields=["fingerprint", "polled_at"])
+        PolledSystem.objects.filter(polled_at__lt=now).delete()  # no subscription behind
+    return changed

@@ -4,11 +4,12 @@ import logging
 
 from celery import shared_task
 from django.conf import settings
+from django.utils import timezone
 
 from clients.serviceregistry import ServiceRegistryUnavailable
-from serviceregistry.polling import instances_poll
+from serviceregistry.polling import instances_poll, systems_poll
 from subscriptions.push_jobs import RUN_PUSH_JOB_TASK, push_job_run, push_jobs_sweep
-from subscriptions.services.evaluation import changes_process
+from subscriptions.services.evaluation import changes_process, subscriptions_flag
 from subscriptions.selectors import live_targets
 from subscriptions.services.subscribing import subscriptions_remove_expired
 
@@ -47,10 +48,14 @@ def poll_instances_task() -> int:
     """Periodic (Celery beat, SERVICE_REGISTRY_POLL_SECONDS, scheduled only with
     SERVICE_REGISTRY_URL): record the ServiceRegistry instances behind live subscriptions that
     changed since the last poll as catalog changes (serviceregistry.polling, which cannot ask
-    for the subscriptions itself). Returns how many changed; a failing ServiceRegistry is
-    logged and the next poll tries again (nothing is lost)."""
+    for the subscriptions itself), and under the flexible store flag the subscriptions of the
+    consumers whose system metadata changed. Returns how many changed; a failing
+    ServiceRegistry is logged and the next poll tries again (nothing is lost)."""
     try:
-        return instances_poll(live_targets)
+        changed = instances_poll(live_targets)
+        consumers = systems_poll(live_targets(timezone.now()))
+        subscriptions_flag(targets=consumers)
+        return changed + len(consumers)
     except ServiceRegistryUnavailable as error:
         _poll_logger.warning("ServiceRegistry poll failed (next in %s s): %s",
                              settings.SERVICE_REGISTRY_POLL_SECONDS, error.message)

@@ -13,6 +13,7 @@ from store.services.flexible_rules import FlexibleRuleDraft, flexible_rule_creat
 from subscriptions.models import Subscription
 from subscriptions.selectors import live_targets
 from subscriptions.services.evaluation import changes_process
+from subscriptions.tasks import poll_instances_task
 from tests.factories import make_instances, make_rules
 from tests.fake_consumer_authorization import FakeConsumerAuthorization
 from tests.helpers import assert_error
@@ -253,6 +254,22 @@ class FlexiblePushTests:
         FlexibleRule.objects.all().delete()
         assert changes_process() == 1
         assert pushed() == [[ONE], []]
+
+    def test_a_consumers_changed_system_metadata_is_noticed_by_the_poll(self, registry,
+                                                                        subscription):
+        offer(registry, TWO)
+        registry.put_system("CarConsumer1", {"site": "plant2"})
+        rules({"consumer_metadata": [{"site": "plant1"}], "provider": "ProviderTwo",
+               "service_definition": "serviceOne", "priority": 1})
+        assert poll_instances_task() >= 1  # seen for the first time
+        changes_process()
+        assert pushed() == [[ONE]]  # plant2: the metadata rule does not apply
+        registry.put_system("CarConsumer1", {"site": "plant1"})
+        assert poll_instances_task() == 1
+        assert Subscription.objects.get().needs_evaluation
+        assert changes_process() == 1
+        assert pushed() == [[ONE], [TWO, ONE]]
+        assert poll_instances_task() == 0  # unchanged since
 
     def test_a_new_registry_instance_is_noticed_by_the_poll(self, registry, subscription,
                                                             settings):
