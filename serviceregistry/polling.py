@@ -87,25 +87,27 @@ def instances_poll(consumers_at: Callable[[dt.datetime], Iterable[str]]) -> int:
                                       .values_list("instance_id", flat=True)))
     else:
         ids = rule_instance_ids(consumers)
-    return _changes_record({i: fingerprint(*found.get(i, (None, None))) for i in ids}, now)
+    seen = {i: fingerprint(*found.get(i, (None, None))) for i in ids}
+    return len(_fingerprints_record(PolledInstance, "instance_id", seen, now))
 
 
 @retry_on_conflict
-def _changes_record(seen: dict[str, str], now: dt.datetime) -> int:
-    """Store the fingerprints; a changed one is a change in the feed (polls of several
-    processes may overlap: the rows are locked in one order, and a change reported twice is
-    evaluated once more, which pushes nothing new)."""
-    ids = list(seen)
+def _fingerprints_record(model, key: str, seen: dict[str, str], now: dt.datetime) -> list[str]:
+    """Store the fingerprints of `seen` (key → fingerprint) in `model` (PolledInstance, whose
+    changed rows are changes in the feed through its trigger, or PolledSystem), drop the rows
+    not seen now (no subscription behind them), and return the keys whose fingerprint changed.
+    Polls of several processes may overlap: the rows are locked in one order, and a change
+    reported twice is evaluated once more, which pushes nothing new."""
+    keys = list(seen)
     with transaction.atomic():
-        previous = dict(PolledInstance.objects.select_for_update().filter(instance_id__in=ids)
-                        .order_by("instance_id").values_list("instance_id", "fingerprint"))
-        changed = [i for i in ids if previous.get(i) != seen[i]]
-        PolledInstance.objects.bulk_create(
-            [PolledInstance(instance_id=i, fingerprint=seen[i], polled_at=now) for i in ids],
-            update_conflicts=True, unique_fields=["instance_id"],
-            update_fields=["fingerprint", "polled_at"])
-        PolledInstance.objects.filter(polled_at__lt=now).delete()  # no subscription behind
-    return len(changed)
+        previous = dict(model.objects.select_for_update().filter(**{f"{key}__in": keys})
+                        .order_by(key).values_list(key, "fingerprint"))
+        changed = [k for k in keys if previous.get(k) != seen[k]]
+        model.objects.bulk_create(
+            [model(**{key: k}, fingerprint=seen[k], polled_at=now) for k in keys],
+            update_conflicts=True, unique_fields=[key], update_fields=["fingerprint", "polled_at"])
+        model.objects.filter(polled_at__lt=now).delete()
+    return changed
 
 
 def systems_poll(consumers: Iterable[str]) -> list[str]:
@@ -119,26 +121,10 @@ def systems_poll(consumers: Iterable[str]) -> list[str]:
     names = sorted(set(consumers))
     found = systems_metadata(names, refresh=True) if names else {}
     seen = {name: _metadata_fingerprint(found.get(name)) for name in names}
-    return _systems_record(seen, timezone.now())
+    return _fingerprints_record(PolledSystem, "name", seen, timezone.now())
 
 
 def _metadata_fingerprint(metadata: dict | None) -> str:
     if metadata is None:
         return ""
     return hashlib.sha256(json.dumps(metadata, sort_keys=True, default=str).encode()).hexdigest()
-
-
-@retry_on_conflict
-def _systems_record(seen: dict[str, str], now: dt.datetime) -> list[str]:
-    """Store the fingerprints (as _changes_record does the instances'); the changed names."""
-    names = list(seen)
-    with transaction.atomic():
-        previous = dict(PolledSystem.objects.select_for_update().filter(name__in=names)
-                        .order_by("name").values_list("name", "fingerprint"))
-        changed = [name for name in names if previous.get(name) != seen[name]]
-        PolledSystem.objects.bulk_create(
-            [PolledSystem(name=name, fingerprint=seen[name], polled_at=now) for name in names],
-            update_conflicts=True, unique_fields=["name"],
-            update_fields=["fingerprint", "polled_at"])
-        PolledSystem.objects.filter(polled_at__lt=now).delete()  # no subscription behind
-    return changed

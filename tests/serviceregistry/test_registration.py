@@ -24,10 +24,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 NAME = "SimpleStoreServiceOrchestration"
 DEFINITIONS = ["generalManagement", "serviceOrchestrationPushManagement",
-               "serviceOrchestrationSimpleStoreManagement",
+               "serviceOrchestrationSimpleStoreManagement", "serviceOrchestrationLockManagement",
                "serviceOrchestrationHistoryManagement",
                "serviceOrchestrationServiceInstanceManagement", "serviceOrchestration"]
-REGISTRATION = 8  # revoke, register the system, six services
+REGISTRATION = 9  # revoke, register the system, seven services
 QUICK_RETRIES = {"SERVICE_REGISTRY_RETRY_MIN_SECONDS": "0.2",
                  "SERVICE_REGISTRY_RETRY_MAX_SECONDS": "0.5"}
 
@@ -66,14 +66,14 @@ class RegistrationTests:
     def test_it_registers_the_system_then_its_services(self, registry, log_path):
         with gunicorn_process({"SERVICE_REGISTRY_URL": registry.url}, log_path) as (_, port):
             calls = registry.wait_for_calls(REGISTRATION)
-            wait_for_log(log_path, "Registered SimpleStoreServiceOrchestration with 6 services")
+            wait_for_log(log_path, "Registered SimpleStoreServiceOrchestration with 7 services")
         assert [(call.method, call.path) for call in calls[:3]] == [
             ("DELETE", SYSTEM_REVOKE), ("POST", SYSTEM_REGISTER), ("POST", SERVICE_REGISTER)]
         assert calls[0].body is None
         assert calls[1].body == {"metadata": {}, "version": "5.2.0",
                                  "addresses": ["127.0.0.1"], "deviceName": None}
         services = calls[2:REGISTRATION]
-        assert [call.path for call in services] == [SERVICE_REGISTER] * 6
+        assert [call.path for call in services] == [SERVICE_REGISTER] * 7
         assert [call.body["serviceDefinitionName"] for call in services] == DEFINITIONS
         for call in services:
             properties = call.body["interfaces"][0]["properties"]
@@ -118,7 +118,7 @@ class RegistrationTests:
               for instance_id in instance_ids),
             ("DELETE", SYSTEM_REVOKE)]
         assert registry.instances == {} and registry.systems == {}
-        assert "Revoked 6 services" in log_path.read_text()
+        assert "Revoked 7 services" in log_path.read_text()
 
     def test_it_makes_no_call_without_a_service_registry(self, registry, log_path):
         # stop() returns once the server has served, shut down and exited: start-up's
@@ -138,7 +138,7 @@ class RegistrationTests:
             try:
                 late.wait_for_calls(REGISTRATION)
                 wait_for_log(log_path, "Registered")
-                assert len(late.instances) == 6
+                assert len(late.instances) == 7
             finally:
                 late.stop()
 
@@ -149,7 +149,7 @@ class RegistrationTests:
             wait_for_log(log_path, "answered HTTP 500: Broken; retrying")
             registry.fail_with = None
             wait_for_log(log_path, "Registered")
-            assert len(registry.instances) == 6
+            assert len(registry.instances) == 7
 
     def test_it_stops_at_once_when_the_service_registry_is_gone(self, registry, log_path):
         with gunicorn_process({"SERVICE_REGISTRY_URL": registry.url}, log_path) as (process, port):
