@@ -3,11 +3,16 @@
 real systems on this machine, each started from a freshly created database, declared
 identity policy, plain HTTP (docs/local-cloud.md, "Beside the official systems"):
 
-    .venv/bin/python -m tests.interop.record --flow serviceregistry --url http://127.0.0.1:8443
-    .venv/bin/python -m tests.interop.record --flow consumerauthorization --url http://127.0.0.1:8445
-    .venv/bin/python -m tests.interop.record --flow blacklist --url http://127.0.0.1:8464
-    .venv/bin/python -m tests.interop.record --flow authentication --url http://127.0.0.1:8444 \
-        --policy outsourced
+    .venv/bin/python -m tests.interop.record --flow serviceregistry \
+        --url http://127.0.0.1:8443 --how "…"
+    .venv/bin/python -m tests.interop.record --flow consumerauthorization \
+        --url http://127.0.0.1:8445 --how "…"
+    .venv/bin/python -m tests.interop.record --flow blacklist --url http://127.0.0.1:8464 \
+        --how "…"
+    .venv/bin/python -m tests.interop.record --flow authentication \
+        --url http://127.0.0.1:8444 --policy outsourced --how "…"
+
+`--how` (how the systems were built and run) is kept in the recording.
 
 The requests are the ones the service sends (its registration bodies come from
 serviceregistry/published.py) and the ones that set up what those depend on (a provider's
@@ -232,7 +237,8 @@ def main() -> None:
     parser.add_argument("--flow", choices=sorted(FLOWS), required=True)
     parser.add_argument("--url", required=True, help="the real system, e.g. http://127.0.0.1:8443")
     parser.add_argument("--version", default="5.2.0", help="the Java system's version")
-    parser.add_argument("--how", default="", help="how the system was built and run")
+    parser.add_argument("--how", required=True,
+                        help="how the system was built and run (kept in the recording)")
     parser.add_argument("--policy", default="declared", help="the cloud's identity policy")
     arguments = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
