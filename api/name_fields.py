@@ -166,6 +166,13 @@ REQUEST_NAMES: dict[str, tuple[str, bool]] = {
     # In a pull's requirement only null means "not given" (orchestration.pull.normalization).
     "ServiceRequirementRequest.alivesAt": ("instant", False),
     "expiresAt": ("instant", True),
+    # Lock management (orchestration.locks): an owner is a system; a lock's expiry is required.
+    "owner": ("system", False),
+    "owners": ("system", False),
+    "LockDraftRequest.expiresAt": ("instant", False),
+    "expiresBefore": ("instant", True),
+    "expiresAfter": ("instant", True),
+    "LockQueryRequest.ids": (None, False),  # lock ids are numbers
 }
 _DESCRIPTIONS = {
     "system": "Normalized to PascalCase (`NORMALIZATION_MODE`); at most 63 letters and digits.",

@@ -51,10 +51,19 @@ def followed_instances(consumers) -> dict[str, tuple[RegistryInstance, dict | No
 
 
 def instances_refresh(consumers) -> None:
-    """Look the instances behind the consumers' rules up again (one call), so that the
-    evaluations that follow read what the ServiceRegistry holds now, not an older cached
-    answer."""
+    """Look the instances behind the consumers' rules up again (one call), and under the
+    flexible store, when rules select consumers by metadata, the consumers' system metadata
+    (one more), so that the evaluations that follow read what the ServiceRegistry holds now,
+    not an older cached answer."""
     followed_instances(consumers)
+    if _metadata_rules():
+        systems_metadata(list(consumers), refresh=True)
+
+
+def _metadata_rules() -> bool:
+    """Whether the flexible store is in force and a rule selects consumers by metadata."""
+    return (settings.ORCHESTRATION_STRATEGY == FLEXIBLE_STORE
+            and FlexibleRule.objects.filter(consumer_metadata__isnull=False).exists())
 
 
 def fingerprint(instance: RegistryInstance | None, provider_metadata: dict | None = None) -> str:
@@ -113,10 +122,10 @@ def _fingerprints_record(model, key: str, seen: dict[str, str], now: dt.datetime
 def systems_poll(consumers: Iterable[str]) -> list[str]:
     """Under the flexible store, when rules select consumers by metadata: look the consumers'
     system metadata up again (one call) and return those whose metadata changed since the
-    last poll (or were seen for the first time): their subscriptions may have another result.
-    A failing ServiceRegistry raises ServiceRegistryUnavailable."""
-    if (not settings.SERVICE_REGISTRY_URL or settings.ORCHESTRATION_STRATEGY != FLEXIBLE_STORE
-            or not FlexibleRule.objects.filter(consumer_metadata__isnull=False).exists()):
+    last poll (or were seen for the first time); their fingerprints' trigger writes them to
+    the change feed in the same transaction, so their subscriptions are evaluated again. A
+    failing ServiceRegistry raises ServiceRegistryUnavailable."""
+    if not settings.SERVICE_REGISTRY_URL or not _metadata_rules():
         return []
     names = sorted(set(consumers))
     found = systems_metadata(names, refresh=True) if names else {}

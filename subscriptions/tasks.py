@@ -9,7 +9,7 @@ from django.utils import timezone
 from clients.serviceregistry import ServiceRegistryUnavailable
 from serviceregistry.polling import instances_poll, systems_poll
 from subscriptions.push_jobs import RUN_PUSH_JOB_TASK, push_job_run, push_jobs_sweep
-from subscriptions.services.evaluation import changes_process, subscriptions_flag
+from subscriptions.services.evaluation import changes_process
 from subscriptions.selectors import live_targets
 from subscriptions.services.subscribing import subscriptions_remove_expired
 
@@ -48,14 +48,11 @@ def poll_instances_task() -> int:
     """Periodic (Celery beat, SERVICE_REGISTRY_POLL_SECONDS, scheduled only with
     SERVICE_REGISTRY_URL): record the ServiceRegistry instances behind live subscriptions that
     changed since the last poll as catalog changes (serviceregistry.polling, which cannot ask
-    for the subscriptions itself), and under the flexible store flag the subscriptions of the
-    consumers whose system metadata changed. Returns how many changed; a failing
+    for the subscriptions itself), and under the flexible store the consumers whose system
+    metadata changed as changes of those consumers. Returns how many changed; a failing
     ServiceRegistry is logged and the next poll tries again (nothing is lost)."""
     try:
-        changed = instances_poll(live_targets)
-        consumers = systems_poll(live_targets(timezone.now()))
-        subscriptions_flag(targets=consumers)
-        return changed + len(consumers)
+        return instances_poll(live_targets) + len(systems_poll(live_targets(timezone.now())))
     except ServiceRegistryUnavailable as error:
         _poll_logger.warning("ServiceRegistry poll failed (next in %s s): %s",
                              settings.SERVICE_REGISTRY_POLL_SECONDS, error.message)

@@ -115,6 +115,10 @@ LISTED_REFUSALS: dict[str, tuple[str, ...]] = {
     # target's subscription count.
     "pushSubscribe": (*_SUBSCRIPTION, r"Duplicated subscription request for system .*",
                       r"Too many subscriptions: .*"),
+    # The clock (an expiry in the past), stored data (a live lock or reservation), more than
+    # one element (one instance twice).
+    "lockCreate": (r"Expires at is in the past: .*", r"Already locked: .*",
+                   r"Duplicate service instance id: .*"),
     # One of two fields; two spellings of one value.
     "pushTrigger": (r"Target system list and subscription id list are both empty",
                     r"Duplicated (subscription id|target system name): .*"),

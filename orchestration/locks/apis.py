@@ -1,12 +1,12 @@
 """Lock management API (issue 33): `serviceOrchestrationLockManagement` as the Java
 DynamicServiceOrchestration serves it, over the reservations pull makes, in both strategies."""
 from django.conf import settings
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api.name_fields import INSTANCE_ID_LIST, accepted_name_pattern
 from api.operations import LOCK_MANAGEMENT, operation
 from api.request_data import query_list, validated
 from api.schema import body_required, error_responses, null_body_is_absent
@@ -64,12 +64,15 @@ class LockRemoveApi(APIView):
 
     @extend_schema(operation_id="lockRemove", tags=TAG, request=None,
                    parameters=[
-                       OpenApiParameter("owner", OpenApiTypes.STR, OpenApiParameter.PATH,
-                                        examples=[examples.LOCK_OWNER]),
-                       OpenApiParameter("instanceIds", OpenApiTypes.STR, many=True,
-                                        required=True, examples=[examples.LOCK_INSTANCES],
-                                        description="Instance ids, repeated or "
-                                        "comma-separated.")],
+                       OpenApiParameter("owner", {"type": "string", "pattern":
+                                                  accepted_name_pattern("system",
+                                                                        blank_allowed=False)},
+                                        OpenApiParameter.PATH, examples=[examples.LOCK_OWNER]),
+                       OpenApiParameter("instanceIds", {
+                           "type": "array", "items": {"type": "string", INSTANCE_ID_LIST: True}},
+                           required=True, examples=[examples.LOCK_INSTANCES],
+                           description="Instance ids, repeated or comma-separated (blank "
+                           "pieces are dropped; at least one must remain).")],
                    responses={200: None, **error_responses(403, 423)},
                    description="Removes the owner's locks of these instances; other owners' "
                    "are kept, unknown instances ignored.")

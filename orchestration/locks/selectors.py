@@ -30,7 +30,8 @@ class LockFilters:
 
 
 def _instant(value: str | None, what: str) -> dt.datetime | None:
-    if value is None or not names.java_trim(value):
+    """An instant filter; blank (by Python's strip, as instants are read) is not given."""
+    if value is None or not value.strip():
         return None
     parsed = parse_utc(value)
     if parsed is None:

@@ -1,14 +1,17 @@
 """Wire shapes of lock management: the Java DTOs OrchestrationLockListRequestDTO,
 OrchestrationLockQueryRequestDTO and OrchestrationLockListResponseDTO."""
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from api.fields import (
     StrictCharField,
+    StrictIntegerField,
     bulk_list,
     optional_string_list,
     pagination_field,
 )
 from api.name_fields import SystemNameField
+from api.schema import required_not_null
 from orchestration.locks.selectors import SORTING
 from orchestration.locks.services import LockDraft
 
@@ -36,6 +39,8 @@ class LockListSerializer(serializers.Serializer):
     count = serializers.IntegerField()
 
 
+@extend_schema_serializer(extensions=required_not_null("serviceInstanceId", "owner",
+                                                       "expiresAt"))
 class LockDraftSerializer(serializers.Serializer):
     serviceInstanceId = StrictCharField(required=False, allow_null=True)
     owner = StrictCharField(required=False, allow_null=True)
@@ -44,14 +49,15 @@ class LockDraftSerializer(serializers.Serializer):
                                 "2030-01-01T00:00:00Z")
 
 
+@extend_schema_serializer(extensions=required_not_null("locks"))
 class LockCreateSerializer(serializers.Serializer):
     locks = bulk_list(LockDraftSerializer(allow_null=True))
 
 
 class LockQuerySerializer(serializers.Serializer):
     pagination = pagination_field(**SORTING)
-    ids = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False,
-                                allow_null=True, max_length=1000)
+    ids = serializers.ListField(child=StrictIntegerField(min_value=1, max_value=2**63 - 1),
+                                required=False, allow_null=True, max_length=1000)
     orchestrationJobIds = optional_string_list(source="orchestration_job_ids")
     serviceInstanceIds = optional_string_list(source="service_instance_ids")
     owners = optional_string_list()

@@ -38,7 +38,9 @@ def denied(consumer: str, pairs: Sequence[tuple[str, str]],
             f"{SYSTEM} refused the policy check (HTTP {refusal.status_code} "
             f"{refusal.exception_type}): {refusal.message}") from refusal
     entries = answer.get("entries") if isinstance(answer, dict) else None
-    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+    if not isinstance(entries, list) or not all(
+            isinstance(e, dict) and isinstance(e.get("provider"), str)
+            and isinstance(e.get("target"), str) for e in entries):
         raise PolicyCheckFailed(f"{SYSTEM} answered a malformed policy check response")
     granted = {(e.get("provider"), e.get("target")) for e in entries if e.get("granted") is True}
     refused = {(e.get("provider"), e.get("target")) for e in entries

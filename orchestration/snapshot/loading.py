@@ -149,6 +149,8 @@ def load_reservations(instance_ids: Iterable[str] | None = None) -> dict[str, Re
 
 
 def count_rules() -> int:
+    """The rules a load would hold: the simple store's and the flexible store's."""
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT COUNT(*) FROM {RULES}")
+        cursor.execute(f"SELECT (SELECT COUNT(*) FROM {RULES}) + "
+                       f"(SELECT COUNT(*) FROM {FLEXIBLE_RULES})")
         return cursor.fetchone()[0]

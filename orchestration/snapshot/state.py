@@ -92,9 +92,12 @@ class SnapshotView:
 
     def local_instances_of(self, service_definitions: Iterable[str],
                            ) -> dict[str, CatalogInstance]:
+        # Read while another pull may apply changes: the index's sets are replaced, never
+        # changed, and an id whose instance has just gone is skipped.
         by_definition, instances = self._data.by_definition, self._data.instances
-        return {instance_id: instances[instance_id] for definition in service_definitions
-                for instance_id in by_definition.get(definition, ())}
+        return {instance_id: instance for definition in service_definitions
+                for instance_id in by_definition.get(definition, ())
+                if (instance := instances.get(instance_id)) is not None}
 
     def flexible_rules(self, *, consumer: str, service_definition: str | None,
                        ) -> list[FlexibleRuleRecord]:
@@ -103,8 +106,8 @@ class SnapshotView:
         if service_definition:
             rules = [*(rule for rule in named if rule.service_definition == service_definition),
                      *by_metadata.get(service_definition, ())]
-        else:
-            rules = [*named, *(rule for rules in by_metadata.values() for rule in rules)]
+        else:  # a copy first: another pull may be replacing groups
+            rules = [*named, *(rule for rules in tuple(by_metadata.values()) for rule in rules)]
         return sorted(rules, key=lambda rule: rule.order)
 
     def active_locks(self, instance_ids: Iterable[str], *,
@@ -128,18 +131,23 @@ class _Data:
         self.rule_count = sum(len(r) for by_def in rules.values() for r in by_def.values())
         self.rule_count += sum(len(r) for r in self.flexible_named.values())
         self.rule_count += sum(len(r) for r in self.flexible_by_metadata.values())
-        # The catalog's instance ids by service definition (the flexible store's pull).
-        self.by_definition: dict[str, set[str]] = {}
+        # The catalog's instance ids by service definition (the flexible store's pull); each
+        # set is replaced when it changes, never changed, as pulls read it without the lock.
+        grouped: dict[str, set[str]] = {}
         for instance_id in instances:
-            self.by_definition.setdefault(_definition(instance_id), set()).add(instance_id)
+            grouped.setdefault(_definition(instance_id), set()).add(instance_id)
+        self.by_definition: dict[str, frozenset[str]] = {
+            definition: frozenset(ids) for definition, ids in grouped.items()}
 
     def instance_replace(self, instance_id: str, instance: CatalogInstance | None) -> None:
-        _replace(self.instances, instance_id, instance)
-        ids = self.by_definition.setdefault(_definition(instance_id), set())
+        definition = _definition(instance_id)
+        ids = self.by_definition.get(definition, frozenset())
         if instance is None:
-            ids.discard(instance_id)
+            self.by_definition[definition] = ids - {instance_id}
+            _replace(self.instances, instance_id, None)
         else:
-            ids.add(instance_id)
+            _replace(self.instances, instance_id, instance)
+            self.by_definition[definition] = ids | {instance_id}
 
 
 def _definition(instance_id: str) -> str:
@@ -370,13 +378,14 @@ FLEXIBLE_DEFINITION_CHANGE = "*|"
 
 
 def _replace_groups(data: "_Data", groups: dict, keys: Iterable[str], loaded: dict) -> None:
-    """Replace the rule groups of `keys` in `groups` with those loaded, keeping the count."""
+    """Replace the rule groups of `keys` in `groups` with those loaded, keeping the count; a
+    group is replaced in one step (a pull reading meanwhile sees the old or the new one)."""
     for key in keys:
-        old = groups.pop(key, ())
-        data.rule_count -= len(old)
+        data.rule_count += len(loaded.get(key, ())) - len(groups.get(key, ()))
         if key in loaded:
             groups[key] = loaded[key]
-            data.rule_count += len(loaded[key])
+        else:
+            groups.pop(key, None)
 
 
 def _replace(records: dict, key: str, record: object | None) -> None:

@@ -15,6 +15,8 @@ from store.services.flexible_rules import (
     flexible_rule_validate,
 )
 
+_CHUNK = 1000  # fingerprints one query asks for
+
 # Arrowhead 4.6 interface names with an Arrowhead 5 interface template.
 ARROWHEAD_46_INTERFACES = {"HTTP-INSECURE-JSON": "generic_http",
                            "HTTP-SECURE-JSON": "generic_https"}
@@ -106,9 +108,11 @@ def flexible_imports_plan(drafts: Sequence[FlexibleRuleDraft | Exception]) -> Fl
         if valid.fingerprint not in seen:
             seen.add(valid.fingerprint)
             plan.created.append((number, valid))
-    stored = set(FlexibleRule.objects.filter(
-        fingerprint__in=[rule.fingerprint for _, rule in plan.created])
-        .values_list("fingerprint", flat=True))
+    fingerprints = [rule.fingerprint for _, rule in plan.created]
+    stored = {fingerprint for start in range(0, len(fingerprints), _CHUNK)
+              for fingerprint in FlexibleRule.objects.filter(
+                  fingerprint__in=fingerprints[start:start + _CHUNK])
+              .values_list("fingerprint", flat=True)}
     plan.stored = [(n, rule) for n, rule in plan.created if rule.fingerprint in stored]
     plan.created = [(n, rule) for n, rule in plan.created if rule.fingerprint not in stored]
     return plan

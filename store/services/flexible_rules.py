@@ -1,5 +1,6 @@
 """Writing flexible store rules: bulk create and bulk remove (issue 33,
 docs/flexible-store.md). Every writer (API, admin, import) goes through here."""
+import datetime as dt
 import hashlib
 import json
 import uuid
@@ -151,8 +152,11 @@ def flexible_rules_store(rules: Sequence[ValidFlexibleRule], *, requester: str,
                          batch_size: int = 1000) -> list[FlexibleRule]:
     """Insert validated rules in one transaction, all or nothing; a rule a concurrent request
     stored first is refused like one stored before (the unique fingerprint is the net)."""
+    # A microsecond apart, so that rules made together keep the request's order where
+    # priority and service definition tie (pull's order: docs/flexible-store.md).
     now = timezone.now()
-    created = [_row(rule, requester, now) for rule in rules]
+    created = [_row(rule, requester, now + dt.timedelta(microseconds=index))
+               for index, rule in enumerate(rules)]
     try:
         with transaction.atomic():
             flexible_rules_ensure_not_stored(rules)

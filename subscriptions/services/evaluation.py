@@ -126,23 +126,6 @@ def _read(cursor: FeedCursor, limit: int):
     return changes_since(FeedPosition(cursor.last_id, tuple(cursor.running)), limit)
 
 
-@retry_on_conflict
-@transaction.atomic
-def subscriptions_flag(*, targets) -> int:
-    """Flag the subscriptions of these consumers for evaluation (their next round evaluates
-    them): a change the feed does not carry, a consumer's system metadata. Rows locked in id
-    order, as the feed's flagging does."""
-    targets = list(targets)
-    if not targets:
-        return 0
-    flagged = list(Subscription.objects.filter(target__in=targets).select_for_update()
-                   .order_by("pk").values_list("pk", flat=True))
-    for start in range(0, len(flagged), CHANGE_BATCH):
-        Subscription.objects.filter(pk__in=flagged[start:start + CHANGE_BATCH]).update(
-            needs_evaluation=True)
-    return len(flagged)
-
-
 def subscriptions_evaluate_flagged() -> int:
     """Evaluate the flagged subscriptions, EVALUATION_BATCH at a time (`subscriptions_evaluate`).
     With a ServiceRegistry, the instances behind them are looked up again first (one call),

@@ -265,8 +265,7 @@ class FlexiblePushTests:
         changes_process()
         assert pushed() == [[ONE]]  # plant2: the metadata rule does not apply
         registry.put_system("CarConsumer1", {"site": "plant1"})
-        assert poll_instances_task() == 1
-        assert Subscription.objects.get().needs_evaluation
+        assert poll_instances_task() == 1  # a change of the consumer in the feed
         assert changes_process() == 1
         assert pushed() == [[ONE], [TWO, ONE]]
         assert poll_instances_task() == 0  # unchanged since
@@ -371,6 +370,13 @@ class FlexibleAuthorizationTests:
         offer(registry, ONE)
         rules(rule(provider="ProviderOne"))
         ca.stop()
+        response = pull(api, requirement())
+        assert response.status_code == 503, response.content
+
+    def test_a_malformed_check_answer_is_a_503(self, api, registry, ca):
+        offer(registry, ONE)
+        rules(rule(provider="ProviderOne"))
+        ca.answer = lambda *args: (200, {"entries": [{"provider": {}, "target": []}]})
         response = pull(api, requirement())
         assert response.status_code == 503, response.content
 

@@ -94,6 +94,10 @@ class LockQueryAndRemoveTests:
         jobs = api.post(QUERY, {"orchestrationJobIds": ["x"]}, format="json", **SYSOP).json()
         assert jobs["count"] == 0
 
+    def test_it_refuses_an_id_no_database_holds(self, api):
+        response = api.post(QUERY, {"ids": [2**63]}, format="json", **SYSOP)
+        assert response.status_code == 400, response.content
+
     def test_it_refuses_a_bad_instant(self, api):
         assert_error(api.post(QUERY, {"expiresAfter": "soon"}, format="json", **SYSOP), 400,
                      "INVALID_PARAMETER", "Invalid expires after: soon", f"POST {QUERY}")

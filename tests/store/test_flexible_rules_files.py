@@ -78,6 +78,7 @@ class ArrowheadFourImportTests:
         assert len(stored()) == 2
 
     @pytest.mark.parametrize("content, message", [
+        ('[{"consumerSystem": {"systemName": "\\ud800"}}]', "Unpaired surrogates"),
         ("{not json", "Expecting property name"),
         ('{"rules": []}', "An Arrowhead 4.6 file holds a JSON list"),
     ])

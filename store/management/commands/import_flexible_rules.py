@@ -4,6 +4,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from api.input_safety import json_problem
 from conventions import names
 from conventions.exceptions import InvalidParameter
 from store.serializers.flexible_rules import (
@@ -59,6 +60,9 @@ class Command(BaseCommand):
                 data = json.load(source)
         except (OSError, ValueError) as exc:
             raise CommandError(f"{options['file']}: {exc}") from exc
+        problem = json_problem(data)  # what the API's input gate refuses (lone surrogates, …)
+        if problem is not None:
+            raise CommandError(f"{options['file']}: {problem}")
         try:
             drafts = self._drafts(data, options["arrowhead_46"])
         except InvalidParameter as exc:
@@ -81,7 +85,10 @@ class Command(BaseCommand):
         if plan.refused and not options["skip_refused"]:
             raise CommandError(f"{len(plan.refused)} rule(s) cannot be imported; nothing "
                                "written (--skip-refused creates the others)")
-        flexible_rules_store([rule for _, rule in plan.created], requester=requester)
+        try:
+            flexible_rules_store([rule for _, rule in plan.created], requester=requester)
+        except InvalidParameter as exc:  # a rule created meanwhile by someone else
+            raise CommandError(f"{exc.message}; nothing written") from exc
         self.stdout.write(f"Created {len(plan.created)} rule(s).")
 
     def _drafts(self, data, arrowhead_46: bool) -> list:
