@@ -97,6 +97,7 @@ bench: $(VENV)/.installed-test
 	$(PY) bench/pull_http.py --scale-check
 	$(PY) bench/pull_http.py --flexible
 	$(PY) bench/push_fanout.py
+	$(PY) bench/push_latency.py
 	$(PY) bench/http_fairness.py
 	$(PY) bench/broker_restart.py
 

@@ -661,19 +661,9 @@ def measure_topology(topology: str, arguments: argparse.Namespace, logs: Path,
     """Fresh database (and Redis), processes up, data, subscriptions, the update, arrivals.
     Returns (fan-out figures, subscribe figures, one notification as sent)."""
     print(f"{topology}: {arguments.subscriptions} subscribers", flush=True)
-    create_database(DATABASE_URL, fresh=True)
-    environment = topology_environment(topology, DATABASE_URL, REDIS_URL,
-                                       server_environment(DATABASE_URL))
-    if topology == "production":
-        flush_redis(REDIS_URL)
     prefix, revision = topic_prefix(f"{run}-{topology}"), f"updated-{run}"
     with contextlib.ExitStack() as stack:
-        stack.enter_context(running_server(environment, logs / f"{topology}-gunicorn.log"))
-        if topology == "production":
-            stack.enter_context(celery_processes(environment, logs))
-        port = int(environment["PORT"])
-        load(port, arguments.subscriptions)
-        wait_until_quiet(DATABASE_URL)
+        port = topology_loaded(topology, arguments.subscriptions, logs, stack)
         with Listener(prefix, revision) as listener:
             subscribe = subscribe_all(port, arguments.subscriptions, arguments.clients, prefix)
             subscribe["echo_per_second"] = echo_rate(port, arguments.clients)
@@ -682,6 +672,24 @@ def measure_topology(topology: str, arguments: argparse.Namespace, logs: Path,
         print(f"  notification deliveries: {delivery_statuses(DATABASE_URL)}", flush=True)
     print_log_problems(logs, topology)
     return fanout, subscribe, listener.sample
+
+
+def topology_loaded(topology: str, subscribers: int, logs: Path,
+                    stack: contextlib.ExitStack) -> int:
+    """A fresh database (and Redis), the topology's processes up until `stack` closes, the
+    instance and the subscribers' rules loaded and processed; the server's port."""
+    create_database(DATABASE_URL, fresh=True)
+    environment = topology_environment(topology, DATABASE_URL, REDIS_URL,
+                                       server_environment(DATABASE_URL))
+    if topology == "production":
+        flush_redis(REDIS_URL)
+    stack.enter_context(running_server(environment, logs / f"{topology}-gunicorn.log"))
+    if topology == "production":
+        stack.enter_context(celery_processes(environment, logs))
+    port = int(environment["PORT"])
+    load(port, subscribers)
+    wait_until_quiet(DATABASE_URL)
+    return port
 
 
 def fan_out(port: int, listener: Listener, revision: str,

@@ -352,7 +352,18 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # database and the MQTT broker much of the time: with one process per core a 10 000-subscriber
 # fan-out left 40 % of the CPU idle while sending (docs/performance.md, push fan-out).
 CELERY_WORKER_CONCURRENCY = env_positive_int("WORKER_CONCURRENCY", 2 * (os.cpu_count() or 1))
-SUBSCRIPTION_COALESCE_SECONDS = env.float("SUBSCRIPTION_COALESCE_SECONDS", default=1.0)
+# Change processing waits for a burst of rule or catalog changes to end: it runs once no change
+# has come for SUBSCRIPTION_QUIET_SECONDS, and never later than SUBSCRIPTION_MAX_DELAY_SECONDS
+# after the oldest change it has not processed (docs/subscriptions.md, "When a push happens").
+SUBSCRIPTION_QUIET_SECONDS = env_positive_seconds("SUBSCRIPTION_QUIET_SECONDS", 0.05)
+SUBSCRIPTION_MAX_DELAY_SECONDS = env_positive_seconds("SUBSCRIPTION_MAX_DELAY_SECONDS", 1.0)
+if SUBSCRIPTION_MAX_DELAY_SECONDS < SUBSCRIPTION_QUIET_SECONDS:
+    raise ImproperlyConfigured("SUBSCRIPTION_MAX_DELAY_SECONDS must be at least "
+                               "SUBSCRIPTION_QUIET_SECONDS")
+if "SUBSCRIPTION_COALESCE_SECONDS" in os.environ:  # the fixed window before 2026-11-29
+    raise ImproperlyConfigured("SUBSCRIPTION_COALESCE_SECONDS is replaced by "
+                               "SUBSCRIPTION_QUIET_SECONDS and SUBSCRIPTION_MAX_DELAY_SECONDS "
+                               "(CHANGELOG.md); remove it")
 INSTANCE_CLEANUP_INTERVAL_SECONDS = env_positive_int("INSTANCE_CLEANUP_INTERVAL_SECONDS", 60)
 CELERY_BEAT_SCHEDULE = {
     "remove-expired-instances": every(INSTANCE_CLEANUP_INTERVAL_SECONDS,

@@ -1,6 +1,7 @@
 import uuid
 
 from django.db import models
+from django.db.models.functions import Now
 
 
 class OrchestrationJob(models.Model):
@@ -120,13 +121,15 @@ class SnapshotChange(models.Model):
     catalog entry, interfaces or reservation; neither: everything), written by database
     triggers in the changing transaction, so that no write path can forget it; read by the
     pull snapshots and the subscriptions (orchestration/snapshot/changes.py). `xid` is the
-    writing transaction (PostgreSQL)."""
+    writing transaction (PostgreSQL); `written_at` when the writing statement began (the
+    database's clock), by which change processing waits for a burst to end."""
 
     id = models.BigAutoField(primary_key=True)
     xid = models.BigIntegerField(null=True, blank=True)
     consumer = models.CharField(max_length=63, null=True, blank=True)
     service_instance_id = models.CharField(max_length=160, null=True, blank=True)
     seen_at = models.DateTimeField(null=True, blank=True)
+    written_at = models.DateTimeField(db_default=Now())
 
     class Meta:
         indexes = [models.Index(fields=["xid"], name="snapshot_change_xid"),

@@ -8,9 +8,10 @@ from django.utils import timezone
 
 from clients.serviceregistry import ServiceRegistryUnavailable
 from serviceregistry.polling import instances_poll, systems_poll
+from store.services.nudge import processing_later
 from subscriptions.push_jobs import RUN_PUSH_JOB_TASK, push_job_run, push_jobs_sweep
-from subscriptions.services.evaluation import changes_process
 from subscriptions.selectors import live_targets
+from subscriptions.services.evaluation import changes_process, changes_wait_seconds
 from subscriptions.services.subscribing import subscriptions_remove_expired
 
 # The name the poll's log lines had when the task lived in serviceregistry/tasks.py.
@@ -20,7 +21,13 @@ _poll_logger = logging.getLogger("serviceregistry.tasks")
 @shared_task(name="subscriptions.process_changes", acks_late=True)
 def process_changes_task() -> int:
     """Evaluate the subscriptions that the changes in the feed may have affected (beat, every
-    2 s; nudged by the store's writes after they commit). Idempotent."""
+    2 s; nudged by the store's writes after they commit). While the changes are a burst still
+    going on, nothing is done and the task asks for itself again when the burst will have
+    settled (docs/subscriptions.md, "When a push happens"). Idempotent."""
+    wait = changes_wait_seconds()
+    if wait > 0:
+        processing_later(wait)
+        return 0
     return changes_process()
 
 

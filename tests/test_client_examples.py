@@ -72,7 +72,7 @@ def serve(tmp_path: Path, names: dict[str, str], policy: str) -> Iterator[str]:
     env = {"CELERY_BROKER_URL": "", "MQTT_BROKER_URL": settings.MQTT_BROKER_URL,
            "AUTHENTICATION_POLICY": policy, "MANAGEMENT_POLICY": "permission",
            # The provider registers its own instance: a management operation.
-           "MANAGEMENT_WHITELIST": names["provider"], "SUBSCRIPTION_COALESCE_SECONDS": "0.2",
+           "MANAGEMENT_WHITELIST": names["provider"], "SUBSCRIPTION_QUIET_SECONDS": "0.05",
            "SERVICE_REGISTRY_URL": None, "METRICS_ENABLED": "false"}
     with gunicorn(env, tmp_path / "gunicorn.log") as port:
         yield f"http://127.0.0.1:{port}"

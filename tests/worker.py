@@ -57,7 +57,7 @@ def worker_environment(queue: str, **overrides: str) -> dict[str, str]:
     return {**os.environ, "DATABASE_URL": _database_url(), "CELERY_TASK_DEFAULT_QUEUE": queue,
             "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
             "MQTT_BROKER_URL": settings.MQTT_BROKER_URL, "CONN_MAX_AGE": "0",
-            "SUBSCRIPTION_COALESCE_SECONDS": "0.5", "NOTIFICATION_RETRY_BASE_SECONDS": "1",
+            "NOTIFICATION_RETRY_BASE_SECONDS": "1",
             # A breaker that opens and recovers within a test's patience.
             "NOTIFY_BREAKER_FAILURES": "2", "NOTIFY_BREAKER_COOLDOWN_SECONDS": "5",
             **overrides}

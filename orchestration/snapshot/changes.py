@@ -38,6 +38,8 @@ CHANGE_KEEP_SECONDS = 600
 CHANGES = SnapshotChange._meta.db_table
 # A position not read for this long may have lost rows to pruning.
 TRUSTED_SECONDS = CHANGE_KEEP_SECONDS / 2
+# How much earlier than asked a timer may fire and still find a burst settled.
+SETTLE_TOLERANCE_SECONDS = 0.02
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +134,26 @@ def _in_progress(snapshot: str) -> tuple[int, ...]:
     """The in-progress transaction ids of a snapshot's text form `xmin:xmax:xip,…`."""
     listed = snapshot.rsplit(":", 1)[1]
     return tuple(sorted(int(xid) for xid in listed.split(","))) if listed else ()
+
+
+def changes_settling(after_id: int, *, quiet: float, max_delay: float) -> float:
+    """How long the changes committed with ids above `after_id` are still a burst going on:
+    until the newest is `quiet` seconds old, but not after the oldest is `max_delay` seconds
+    old, by the database's clock (`written_at`; the highest and the lowest id: two index
+    reads however many changes wait). 0 when they have settled, or there are none. A timer
+    that fires up to SETTLE_TOLERANCE_SECONDS early still finds them settled."""
+    if connection.vendor == "postgresql":
+        age = "EXTRACT(EPOCH FROM clock_timestamp() - ({}))::float"
+    else:
+        age = "(julianday('now') - julianday(({}))) * 86400.0"
+    edge = f"SELECT written_at FROM {CHANGES} WHERE id > %s ORDER BY id {{}} LIMIT 1"
+    [(newest_age, oldest_age)] = prepared_rows(
+        f"SELECT {age.format(edge.format('DESC'))}, {age.format(edge.format('ASC'))}",
+        [after_id, after_id])
+    if newest_age is None:
+        return 0.0
+    wait = min(quiet - newest_age, max_delay - oldest_age)
+    return wait if wait > SETTLE_TOLERANCE_SECONDS else 0.0
 
 
 def changes_prune(*, now: dt.datetime | None = None) -> int:

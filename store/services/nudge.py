@@ -1,29 +1,41 @@
 """A nudge to the subscriptions' change processing after a commit that changed rules or
 instances. Only a nudge: the changes are in the feed the database writes, which beat reads
 every 2 s anyway, so a missing nudge delays a push, never loses it. The task is asked for by
-name; the store does not import the subscriptions app."""
+name; the store does not import the subscriptions app.
+
+The round runs SUBSCRIPTION_QUIET_SECONDS after the commit; a round that finds the burst of
+changes still going on asks for itself again when it will have settled (`processing_later`,
+called by subscriptions/tasks.py)."""
 import logging
 
 from celery import current_app
 from django.conf import settings
 from django.db import transaction
 
+from config.scheduler import run_soon
+
 logger = logging.getLogger(__name__)
 
 
+_TASK = "subscriptions.process_changes"
+
+
 def processing_nudge() -> None:
-    """Once the current transaction commits, ask for `subscriptions.process_changes` a moment
-    later, so that a burst of changes is evaluated once. Without a broker (eager tasks)
-    nothing is sent: the work would block the request that made the change."""
-    transaction.on_commit(_send)
+    """Once the current transaction commits, ask for `subscriptions.process_changes`
+    SUBSCRIPTION_QUIET_SECONDS later."""
+    transaction.on_commit(lambda: processing_later(settings.SUBSCRIPTION_QUIET_SECONDS))
 
 
-def _send() -> None:
+def processing_later(seconds: float) -> None:
+    """Ask for `subscriptions.process_changes` in `seconds`. Without a broker (eager tasks)
+    this process's scheduler thread runs it (config/scheduler.py `run_soon`, which keeps one
+    request of several close together): run here and now, the work would block the caller,
+    a request that made a change."""
     if current_app.conf.task_always_eager:
+        run_soon(_TASK, quiet=seconds, max_delay=settings.SUBSCRIPTION_MAX_DELAY_SECONDS)
         return
     try:
-        current_app.send_task("subscriptions.process_changes",
-                              countdown=settings.SUBSCRIPTION_COALESCE_SECONDS)
+        current_app.send_task(_TASK, countdown=seconds)
     except Exception:
         logger.warning("Could not enqueue change processing; beat will pick the changes up",
                        exc_info=True)

@@ -15,6 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from api.operations import FLEXIBLE_STORE
+from clients.serviceregistry import ServiceRegistryUnavailable
 from conventions.exceptions import ExternalServerError
 from database.bulk_insert import rows_insert
 from database.transaction_retry import is_conflict, retry_on_conflict
@@ -24,11 +25,11 @@ from orchestration.pull.services import orchestrate_preview
 from orchestration.snapshot.changes import (
     TRUSTED_SECONDS,
     FeedPosition,
+    changes_settling,
     changes_since,
     feed_start,
 )
 from orchestration.snapshot.state import snapshot_in_transaction
-from clients.serviceregistry import ServiceRegistryUnavailable
 from serviceregistry.polling import instances_refresh
 from store.models import Rule
 from subscriptions.models import FeedCursor, Subscription
@@ -48,10 +49,22 @@ FEED_READ_LIMIT = 20_000
 EVALUATION_BATCH = 500
 
 
+def changes_wait_seconds() -> float:
+    """How much longer the changes in the feed after the subscriptions' cursor are a burst
+    going on (orchestration/snapshot/changes.py `changes_settling`, with
+    SUBSCRIPTION_QUIET_SECONDS and SUBSCRIPTION_MAX_DELAY_SECONDS); 0: process them now.
+    Also 0 for a cursor not read lately, which processes everything anyway."""
+    cursor = FeedCursor.objects.filter(pk=1).first()
+    if cursor is None or not _trusted(cursor, TRUSTED_SECONDS / 2):
+        return 0.0
+    return changes_settling(cursor.last_id, quiet=settings.SUBSCRIPTION_QUIET_SECONDS,
+                            max_delay=settings.SUBSCRIPTION_MAX_DELAY_SECONDS)
+
+
 def changes_process() -> int:
     """Turn the changes in the feed since the subscriptions' cursor into `needs_evaluation`
     flags (one transaction), then evaluate every flagged subscription once. Returns how many
-    pushes were queued."""
+    pushes were queued. The task waits for a burst to end first (`changes_wait_seconds`)."""
     _changes_flag()
     return subscriptions_evaluate_flagged()
 

@@ -88,3 +88,32 @@ class InProcessSweepTests:
         wait_for(lambda: NotificationDelivery.objects.get(id=delivery.id).status
                  == NotificationDelivery.Status.DELIVERED, what="the delivery recorded")
         stop_in_process_scheduler()
+
+
+class RunSoonTests:
+    """`run_soon`: the nudge after a change, debounced in the scheduler's thread."""
+
+    @pytest.fixture
+    def running(self, eager):
+        eager.CELERY_BEAT_SCHEDULE = {"hourly": every(3600.0,
+                                                      "tests.config.scheduler_hourly_probe")}
+        start_in_process_scheduler()
+        return eager
+
+    def test_requests_within_the_quiet_period_run_the_task_once(self, running):
+        for _ in range(5):
+            scheduler.run_soon("tests.config.scheduler_probe", quiet=0.3, max_delay=30)
+        wait_for(lambda: probe_runs, what="the debounced run")
+        threading.Event().wait(0.5)  # nothing else is due
+        assert probe_runs == ["fast"]
+
+    def test_requests_that_go_on_run_it_after_the_longest_delay(self, running):
+        deadline = threading.Event()
+        for _ in range(20):  # one every 0.05 s for a second: never quiet for 0.3 s
+            scheduler.run_soon("tests.config.scheduler_probe", quiet=0.3, max_delay=0.4)
+            deadline.wait(0.05)
+        assert probe_runs, "the longest delay passed while requests kept coming"
+
+    def test_without_the_thread_nothing_is_scheduled(self, eager):
+        scheduler.run_soon("tests.config.scheduler_probe", quiet=0.01, max_delay=0.01)
+        assert not scheduler._soon

@@ -1,0 +1,161 @@
+"""Change processing waits for a burst of changes to end (issue 34): the task runs once no
+change has come for SUBSCRIPTION_QUIET_SECONDS, never later than SUBSCRIPTION_MAX_DELAY_SECONDS
+after the oldest change it has not processed, evaluates a burst once, and asks for itself
+again while the burst goes on. The feed's `written_at` is moved back in time instead of
+waiting."""
+import datetime as dt
+
+import pytest
+from django.db.models import F
+
+from notifications.models import NotificationDelivery
+from orchestration.models import SnapshotChange
+from orchestration.snapshot.changes import changes_settling, feed_start
+from store.services import nudge
+from subscriptions.models import FeedCursor, Subscription
+from subscriptions.tasks import process_changes_task
+from tests.factories import make_instances, make_rules
+from tests.startup import assert_start_refused, started
+from tests.store.helpers import instance_body
+from tests.subscriptions.helpers import (
+    feed_skip,
+    feed_unread,
+    mqtt_notify,
+    subscribe,
+    subscription_body,
+)
+
+pytestmark = pytest.mark.django_db
+
+A = "ProviderA|temperatureInfo|1.0.0"
+
+
+def provider(number: int) -> str:
+    return f"Provider{number}|temperatureInfo|1.0.0"
+
+
+def written_ago(seconds: float, **filters) -> None:
+    SnapshotChange.objects.filter(**filters).update(
+        written_at=F("written_at") - dt.timedelta(seconds=seconds))
+
+
+class ChangesSettlingTests:
+    def test_nothing_after_the_position_has_settled(self):
+        make_rules(("Consumer", A, 1))
+        assert changes_settling(feed_start().last_id, quiet=60, max_delay=600) == 0
+
+    def test_a_change_younger_than_the_quiet_period_is_a_burst_going_on(self):
+        make_rules(("Consumer", A, 1))
+        assert 59 < changes_settling(0, quiet=60, max_delay=600) <= 60
+        written_ago(61)
+        assert changes_settling(0, quiet=60, max_delay=600) == 0
+
+    def test_the_newest_change_decides_the_quiet_period(self):
+        make_rules(("Consumer", A, 1))
+        written_ago(30)
+        make_rules(("Consumer", provider(2), 2))  # a second change, just now
+        assert changes_settling(0, quiet=60, max_delay=600) > 59
+
+    def test_the_oldest_unprocessed_change_bounds_the_wait(self):
+        make_rules(("Consumer", A, 1))
+        written_ago(590)
+        make_rules(("Consumer", provider(2), 2))
+        assert 9 < changes_settling(0, quiet=60, max_delay=600) <= 10
+        written_ago(11, id=SnapshotChange.objects.order_by("id").first().id)
+        assert changes_settling(0, quiet=60, max_delay=600) == 0
+        # Once the old change is processed (the position past it), the young one waits.
+        first = SnapshotChange.objects.order_by("id").first().id
+        assert changes_settling(first, quiet=60, max_delay=600) > 59
+
+
+@pytest.fixture
+def subscription(api, settings):
+    make_instances(instance_body("ProviderA"))
+    make_rules(("TemperatureConsumer", A, 1))
+    subscribe(api, subscription_body(notify=mqtt_notify("t/debounce")), query="?trigger=true")
+    feed_skip()
+    settings.SUBSCRIPTION_QUIET_SECONDS, settings.SUBSCRIPTION_MAX_DELAY_SECONDS = 60, 600
+    return Subscription.objects.get()
+
+
+def notifications() -> int:
+    return NotificationDelivery.objects.count()
+
+
+@pytest.fixture
+def asked_again(monkeypatch) -> list[float]:
+    """The task's requests for itself (store/services/nudge.py `processing_later`)."""
+    asked: list[float] = []
+    monkeypatch.setattr("subscriptions.tasks.processing_later", asked.append)
+    return asked
+
+
+class ProcessChangesTaskTests:
+    def test_a_burst_is_evaluated_once_after_it_has_ended(self, subscription, asked_again):
+        before = notifications()
+        for number in range(2, 12):  # ten changes, each a round that finds the burst going on
+            make_rules(("TemperatureConsumer", provider(number), number))
+            assert process_changes_task() == 0
+            assert 59 < asked_again[-1] <= 60  # when the newest change will have settled
+        assert len(feed_unread()) == 10 and not Subscription.objects.get().needs_evaluation
+        written_ago(61)  # the quiet period has passed
+        assert process_changes_task() == 1
+        assert notifications() == before + 1 and not feed_unread()
+        assert len(asked_again) == 10
+        results = NotificationDelivery.objects.latest("created_at").payload["payload"]["results"]
+        assert len(results) == 11
+
+    def test_a_burst_that_goes_on_is_evaluated_after_the_longest_delay(self, subscription,
+                                                                        asked_again):
+        make_rules(("TemperatureConsumer", provider(2), 2))
+        written_ago(601)  # the first change waits longer than SUBSCRIPTION_MAX_DELAY_SECONDS
+        make_rules(("TemperatureConsumer", provider(3), 3))  # and the burst goes on
+        assert process_changes_task() == 1
+        assert not feed_unread() and not asked_again
+
+    def test_a_cursor_not_read_lately_processes_at_once(self, subscription, asked_again):
+        """A cursor never read (or not trusted) evaluates every live subscription: there is
+        no burst to wait for, only a position to catch up."""
+        FeedCursor.objects.all().delete()
+        make_rules(("TemperatureConsumer", provider(2), 2))
+        assert process_changes_task() == 1 and not asked_again
+
+
+class ProcessingLaterTests:
+    def test_with_a_broker_the_task_is_sent_with_the_wait_as_countdown(self, monkeypatch):
+        sent = []
+        nudge.current_app.conf.task_always_eager = False  # restored by conftest's celery_mode
+        monkeypatch.setattr(nudge.current_app, "send_task",
+                            lambda name, countdown: sent.append((name, countdown)))
+        nudge.processing_later(0.25)
+        assert sent == [("subscriptions.process_changes", 0.25)]
+
+    def test_without_a_broker_the_schedulers_thread_is_asked(self, monkeypatch, settings):
+        asked = []
+        nudge.current_app.conf.task_always_eager = True
+        monkeypatch.setattr(nudge, "run_soon", lambda task, **timing: asked.append((task, timing)))
+        nudge.processing_later(0.25)
+        assert asked == [("subscriptions.process_changes",
+                          {"quiet": 0.25, "max_delay": settings.SUBSCRIPTION_MAX_DELAY_SECONDS})]
+
+
+SETTINGS_PRINTED = ("import config.gunicorn; from django.conf import settings; "
+                    "print(settings.SUBSCRIPTION_QUIET_SECONDS, "
+                    "settings.SUBSCRIPTION_MAX_DELAY_SECONDS)")
+
+
+@pytest.mark.parametrize("env, name", [
+    ({"SUBSCRIPTION_QUIET_SECONDS": "0"}, "SUBSCRIPTION_QUIET_SECONDS"),
+    ({"SUBSCRIPTION_MAX_DELAY_SECONDS": "-1"}, "SUBSCRIPTION_MAX_DELAY_SECONDS"),
+    ({"SUBSCRIPTION_QUIET_SECONDS": "2", "SUBSCRIPTION_MAX_DELAY_SECONDS": "1"},
+     "SUBSCRIPTION_MAX_DELAY_SECONDS must be at least"),
+    ({"SUBSCRIPTION_COALESCE_SECONDS": "1"}, "SUBSCRIPTION_QUIET_SECONDS and"),
+])
+def test_an_invalid_debounce_setting_stops_the_start(env, name):
+    assert_start_refused("ImproperlyConfigured", name, code=SETTINGS_PRINTED, **env)
+
+
+def test_the_debounce_defaults_to_50_ms_and_a_second():
+    result = started(SETTINGS_PRINTED)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0.05", "1.0"]
