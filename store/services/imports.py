@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from conventions.exceptions import InvalidParameter
+from database.bulk_write import BULK_WRITE_CONSUMERS, bulk_write_declare
 from database.transaction_retry import retry_on_conflict
 from store.services.nudge import processing_nudge
 from store.models import Rule, ServiceInstance
@@ -158,6 +159,8 @@ def rule_import(rules: Sequence, *, requester: str, replace: bool = False, updat
     rule_sets_lock(rule_sets)
     work = _rule_work(rules, replace=replace)
     _ensure_allowed(work.plan, update=update, expected=expected)
+    if len({consumer for consumer, _ in rule_sets}) > BULK_WRITE_CONSUMERS:
+        bulk_write_declare()  # one change for the feed, not one per consumer
     _rules_write(work, requester, progress)
     processing_nudge()
     return work.plan
