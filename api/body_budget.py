@@ -3,8 +3,9 @@ fixed budget (docs/limits.md): a request's payload is reserved while it waits an
 one that does not fit is answered 503 at once. After a burst the process gives its free heap
 back to the operating system, or glibc's malloc would keep it at its peak size
 (docs/decisions.md)."""
-import ctypes
 import threading
+
+from api.heap import heap_trim
 
 # How long a refused client is asked to wait (the Retry-After of the 503).
 RETRY_AFTER_SECONDS = 5
@@ -39,17 +40,11 @@ class BodyBudget:
             trim = self.held == 0 and self._peak > TRIM_AFTER_BYTES
             if trim:
                 self._peak = 0
-        if trim and _trim is not None:
-            _trim(0)  # every malloc arena's free pages back to the operating system
+        if trim:
+            heap_trim()  # every malloc arena's free pages back to the operating system
 
 
 def busy_message(what: str) -> str:
     return (f"Too many request bodies are being received at once ({what}); "
             f"retry in {RETRY_AFTER_SECONDS} seconds")
 
-
-try:
-    _trim = ctypes.CDLL(None).malloc_trim  # the C library the interpreter is linked with
-    _trim.argtypes, _trim.restype = [ctypes.c_size_t], ctypes.c_int
-except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to give back this way
-    _trim = None

@@ -12,6 +12,7 @@ from django.db import connection
 from django.utils.dateparse import parse_datetime
 
 from database.statements import placeholders
+from orchestration.models import OrchestrationLock
 from orchestration.pull.records import (
     FLEXIBLE_RULE_COLUMNS,
     CatalogInstance,
@@ -20,7 +21,6 @@ from orchestration.pull.records import (
     Reservation,
     interface_record,
 )
-from orchestration.models import OrchestrationLock
 from store.models import FlexibleRule, Rule, ServiceInstance, ServiceInterface
 
 RULES = Rule._meta.db_table
@@ -32,6 +32,7 @@ FLEXIBLE_RULES = FlexibleRule._meta.db_table
 # Rules by consumer, then by service definition, best priority first.
 ConsumerRules = dict[str, tuple[PullRule, ...]]
 _CHUNK = 500  # values of one IN list (SQLite allows a few hundred at least)
+FETCHED = 5000  # rows made into Python objects at a time
 
 
 def _json(value: Any) -> Any:
@@ -50,11 +51,14 @@ def _aware(value: Any) -> dt.datetime | None:
 
 def _rows(sql: str, column: str, keys: Iterable[str | int] | None) -> Iterator[tuple]:
     """Rows of `sql`, whose `{keys}` is replaced by `column` IN a list of `keys` (in chunks);
-    without keys (None), by a condition that holds."""
+    without keys (None), by a condition that holds. Made into Python objects FETCHED at a
+    time: a million rows fetched at once were 300 MB of objects, freed after the load but
+    kept by the process (its memory does not shrink back)."""
     with connection.cursor() as cursor:
         if keys is None:
             cursor.execute(sql.format(keys="TRUE" if connection.vendor == "postgresql" else "1"))
-            yield from cursor.fetchall()
+            while rows := cursor.fetchmany(FETCHED):
+                yield from rows
             return
         keys = list(keys)
         for start in range(0, len(keys), _CHUNK):
@@ -66,17 +70,29 @@ def _rows(sql: str, column: str, keys: Iterable[str | int] | None) -> Iterator[t
 
 def load_rules(consumers: Iterable[str] | None = None) -> dict[str, ConsumerRules]:
     """The rules of `consumers` (None: of everybody) by consumer and service definition;
-    consumers without rules are absent."""
+    consumers without rules are absent.
+
+    Records are immutable and shared within a load: consumers whose rules point at the same
+    instance with the same priority hold one PullRule, and those with the same rules for a
+    definition one tuple (a plant's consumers mostly share their providers;
+    docs/performance.md, "The snapshot's memory"). Rules loaded after a change get their own
+    until the next full load."""
     grouped: dict[str, dict[str, list[PullRule]]] = {}
     intern = sys.intern  # a million rules share a few thousand instance ids and names
+    records: dict[tuple[str, str, int], PullRule] = {}
     for consumer, instance_id, definition, priority in _rows(
             f"SELECT consumer, service_instance_id, service_definition, priority FROM {RULES} "
             "WHERE {keys}", "consumer", consumers):
-        definition = intern(definition)
-        grouped.setdefault(intern(consumer), {}).setdefault(definition, []).append(
-            PullRule(intern(instance_id), definition, priority))
-    return {consumer: {definition: tuple(sorted(rules, key=lambda rule: rule.priority))
-                       for definition, rules in by_definition.items()}
+        rule = records.get((instance_id, definition, priority))
+        if rule is None:
+            rule = records[(instance_id, definition, priority)] = PullRule(
+                intern(instance_id), intern(definition), priority)
+        grouped.setdefault(intern(consumer), {}).setdefault(rule.service_definition,
+                                                            []).append(rule)
+    shared: dict[tuple[PullRule, ...], tuple[PullRule, ...]] = {}
+    return {consumer: {definition: shared.setdefault(ordered, ordered)
+                       for definition, rules in by_definition.items()
+                       if (ordered := tuple(sorted(rules, key=lambda rule: rule.priority)))}
             for consumer, by_definition in grouped.items()}
 
 

@@ -22,16 +22,22 @@ pull reads the database instead: `snapshot_view`, docs/orchestration.md.
 """
 import contextlib
 import datetime as dt
+import fcntl
 import gc
+import hashlib
 import itertools
 import logging
+import sys
+import tempfile
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 from django.conf import settings
 from django.db import connection
 
+from api.heap import heap_trim
 from orchestration.pull.records import (
     CatalogInstance,
     FlexibleRuleRecord,
@@ -67,6 +73,11 @@ GATHER_SECONDS = 0.002
 # A web worker freezes its objects again (see PullSnapshot.freeze_after_load) once it has
 # applied this many changes since the last time.
 FREEZE_AFTER_CHANGES = 10_000
+# While the background thread loads or applies many changes, the interpreter lets another
+# thread run after this many seconds instead of Python's 5 ms: a pull of the same process
+# waiting to go on after each of its database reads would wait that long each time
+# (issue 34: single-connection pull p50 went from 3.5 to 66 ms during reloads).
+BUSY_SWITCH_INTERVAL = 0.0005
 
 
 class SnapshotView:
@@ -248,7 +259,7 @@ class PullSnapshot:
                 self._wake.set()
             return False
         if any(change.everything for change in changes):
-            self._drop(self._data, "a table was emptied")
+            self._drop(self._data, "everything changed (a bulk write, or a table was emptied)")
             return False
         if changes:
             self._reload_keys({c.consumer for c in changes if c.consumer},
@@ -322,7 +333,8 @@ class PullSnapshot:
                 else:
                     # Keeps the position fresh while no pull comes, and applies what the pulls
                     # left: too many changes for one of them.
-                    self.view(limit=MAX_APPLIED_CHANGES)
+                    with _pulls_go_first():
+                        self.view(limit=MAX_APPLIED_CHANGES)
                     if self._unfrozen >= FREEZE_AFTER_CHANGES and self.freeze_after_load:
                         self._freeze()
             except Exception:  # the database may be away; pulls query it meanwhile
@@ -341,10 +353,15 @@ class PullSnapshot:
         self._unfrozen = 0
         gc.collect(1)
         gc.freeze()
+        heap_trim()  # what loading and applying freed, back to the system
 
     def load(self) -> bool:
         """Load everything (the background thread; tests). False when there are more rules
         than PULL_SNAPSHOT_MAX_RULES (tried again after REFRESH_SECONDS × 10)."""
+        with _one_load_per_host():
+            return self._load()
+
+    def _load(self) -> bool:
         started = time.monotonic()
         rules = count_rules()
         if rules > settings.PULL_SNAPSHOT_MAX_RULES:
@@ -358,8 +375,9 @@ class PullSnapshot:
         if collecting:  # each collection during the load would walk all it loaded so far
             gc.disable()
         try:
-            data = _Data(load_rules(), load_instances(), load_reservations(),
-                         load_flexible_rules())
+            with _pulls_go_first():
+                data = _Data(load_rules(), load_instances(), load_reservations(),
+                             load_flexible_rules())
         finally:
             if collecting:
                 gc.enable()
@@ -367,9 +385,47 @@ class PullSnapshot:
             self._data, self._position, self._read_at = data, position, started
         if self.freeze_after_load:
             self._freeze()
+        else:
+            heap_trim()
         logger.info("Pull snapshot loaded: %d rules, %d instances in %.2f s", data.rule_count,
                     len(data.instances), time.monotonic() - started)
         return True
+
+
+@contextlib.contextmanager
+def _pulls_go_first() -> Iterator[None]:
+    """While the block runs, the interpreter switches threads every BUSY_SWITCH_INTERVAL
+    (process-wide; only this process's background thread uses it)."""
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(BUSY_SWITCH_INTERVAL)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(previous)
+
+
+@contextlib.contextmanager
+def _one_load_per_host() -> Iterator[None]:
+    """One full load at a time among the web processes of this host serving this database
+    (a lock file in the temporary directory; the system releases it when a process dies).
+    After a bulk change every process loads again: side by side on a small machine they took
+    all its cores from the pulls, which the database answers meanwhile. Where the file
+    cannot be opened, no waiting."""
+    database = connection.settings_dict
+    key = hashlib.sha256(f"{database.get('HOST')}:{database.get('PORT')}/"
+                         f"{database.get('NAME')}".encode()).hexdigest()[:16]
+    try:
+        handle = open(Path(tempfile.gettempdir()) / f"serviceorchestration-snapshot-{key}.lock",
+                      "a")
+    except OSError:
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 # The change of the pseudo instance `*|<definition>|*`: the flexible rules selecting consumers

@@ -299,6 +299,47 @@ class FreezingTests:
             gc.unfreeze()  # the test process keeps collecting everything
 
 
+class BusyLoadingTests:
+    """What a load does to the other pulls of its host (issue 34, bulk changes)."""
+
+    def test_one_process_of_a_host_loads_at_a_time(self, snapshot):
+        entered, release, order = threading.Event(), threading.Event(), []
+
+        def first() -> None:
+            with snapshot_module._one_load_per_host():
+                order.append("first in")
+                entered.set()
+                release.wait(10)
+                order.append("first out")
+
+        def second() -> None:
+            entered.wait(10)
+            with snapshot_module._one_load_per_host():
+                order.append("second in")
+
+        threads = [threading.Thread(target=first), threading.Thread(target=second)]
+        for thread in threads:
+            thread.start()
+        entered.wait(10)
+        threading.Event().wait(0.3)  # the second is waiting for the lock by now
+        assert order == ["first in"]
+        release.set()
+        for thread in threads:
+            thread.join(10)
+        assert order == ["first in", "first out", "second in"]
+
+    def test_a_load_lets_other_threads_run_often_and_restores_the_interval(self, snapshot,
+                                                                           monkeypatch):
+        seen, before = [], snapshot_module.sys.getswitchinterval()
+        real = snapshot_module.load_rules
+        monkeypatch.setattr(snapshot_module, "load_rules",
+                            lambda *args: seen.append(snapshot_module.sys.getswitchinterval())
+                            or real(*args))
+        assert snapshot.load()
+        assert seen == [snapshot_module.BUSY_SWITCH_INTERVAL]
+        assert snapshot_module.sys.getswitchinterval() == before
+
+
 class EquivalenceTests:
     def test_memory_and_database_answer_alike(self, snapshot, settings):
         """Random catalog, rules, reservations and requests: the snapshot's answer is the
