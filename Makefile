@@ -96,7 +96,9 @@ bench: $(VENV)/.installed-test
 	$(PY) bench/pull_http.py --sqlite
 	$(PY) bench/pull_http.py --scale-check
 	$(PY) bench/pull_http.py --flexible
+	$(PY) bench/pull_http.py --bulk
 	$(PY) bench/push_fanout.py
+	$(PY) bench/push_fanout.py --subscriptions 100000 --topology production
 	$(PY) bench/push_latency.py
 	$(PY) bench/http_fairness.py
 	$(PY) bench/broker_restart.py

@@ -6,6 +6,7 @@ random consumers; prints req/s, p50 and p99 of each and the ratios against their
     .venv/bin/python bench/pull_http.py --scale-check   # single-connection pull, 1k vs 1M rules
                                                         # (each side as a share of echo)
     .venv/bin/python bench/pull_http.py --sqlite        # make run's embedded SQLite, 1k rules
+    .venv/bin/python bench/pull_http.py --bulk          # pull p99 while 900k rules are imported
     .venv/bin/python bench/pull_http.py --flexible      # the flexible store, 10k flexible rules
 
 Data: INSTANCES catalog instances (PROVIDERS providers × DEFINITIONS service definitions, one
@@ -51,6 +52,7 @@ from harness import (  # noqa: E402
     FLEXIBLE_RULES,
     INSTANCES,
     PULL,
+    ROOT,
     RULES,
     SYSOP,
     create_database,
@@ -110,6 +112,10 @@ def main() -> None:
     parser.add_argument("--scale-check", action="store_true",
                         help="single-connection pull p50 at 1k rules and at --large-rules")
     parser.add_argument("--large-rules", type=int, default=1_000_000)
+    parser.add_argument("--bulk", action="store_true",
+                        help="single-connection pull p99 while --bulk-rules rules are imported "
+                        "in one transaction, and until every web process has caught up")
+    parser.add_argument("--bulk-rules", type=int, default=900_000)
     parser.add_argument("--sqlite", action="store_true",
                         help="make run's embedded SQLite at 1k rules; no 500s, no locked database")
     parser.add_argument("--profile", metavar="PY_SPY", help="py-spy executable")
@@ -128,7 +134,7 @@ def main() -> None:
         else:
             database_url = DATABASE_URL
             create_database(database_url, fresh=True)
-            consumers = 100 if arguments.scale_check else arguments.consumers
+            consumers = 100 if arguments.scale_check or arguments.bulk else arguments.consumers
         # LOG_LEVEL=INFO: the snapshot loads are logged.
         strategy = {"ORCHESTRATION_STRATEGY": "flexible-store"} if arguments.flexible else {}
         environment = server_environment(database_url, LOG_LEVEL="INFO", METRICS_ENABLED="false",
@@ -139,7 +145,9 @@ def main() -> None:
             port = int(environment["PORT"])
             load(port, consumers, flexible=arguments.flexible)
             if arguments.scale_check:
-                valid = scale_check(port, scratch, arguments)
+                valid = scale_check(port, server.pid, scratch, arguments)
+            elif arguments.bulk:
+                valid = bulk_check(port, server.pid, scratch, environment, log, arguments)
             else:
                 servers = {"": (port, server.pid)}
                 if arguments.metrics:
@@ -385,16 +393,18 @@ def goal_lines(results: dict, flexible: bool = False) -> list[str]:
     return lines
 
 
-def scale_check(port: int, scratch: Path, arguments: argparse.Namespace) -> bool:
+def scale_check(port: int, master: int, scratch: Path, arguments: argparse.Namespace) -> bool:
     """Single-connection MATCHMAKING pull p50 with 1k rules, then with --large-rules, each
     as a share of echo's p50 measured next to it (this machine's speed drifts over the
-    minutes the large load takes)."""
+    minutes the large load takes); and the resident memory of each web process at both."""
     check_answers(port, 100)
     small = relative_p50(port, scratch, 100, arguments)
+    small_memory = settled_memory(master)
     large_consumers = arguments.large_rules // RULES_PER_CONSUMER
     load(port, large_consumers, first_consumer=100)
     check_answers(port, large_consumers)
     large = relative_p50(port, scratch, large_consumers, arguments)
+    print_memory(small_memory, settled_memory(master), arguments.large_rules - 1000)
     valid = small["valid"] and large["valid"]
     ratio = large["share"] / small["share"]
     verdict = ("met" if ratio <= 1.1 else "NOT met") if valid else "invalid (errors)"
@@ -402,6 +412,134 @@ def scale_check(port: int, scratch: Path, arguments: argparse.Namespace) -> bool
           f"   (pull p50 / echo p50: {small['share']:.2f} at 1000, {large['share']:.2f} at "
           f"{arguments.large_rules}; medians of {arguments.rounds} rounds)")
     return valid
+
+
+# Issue 34, goal 3: pull p99 during a bulk import and until caught up, against steady p99.
+BULK_GOAL = 3.0
+BULK_WINDOW_SECONDS = 2  # one wrk run: the p99 of each is printed
+
+
+def bulk_check(port: int, master: int, scratch: Path, environment: dict[str, str],
+               log: Path, arguments: argparse.Namespace) -> bool:
+    """Single-connection MATCHMAKING pull (100 consumers of 1000 rules) for --seconds:
+    the steady p99 (and echo's, as this machine's baseline); then `import_rules` of
+    --bulk-rules rules (10 a consumer, one transaction, as an operator's import) while
+    single-connection pulls go on in BULK_WINDOW_SECONDS runs, until the import has ended
+    and every web process has caught up: each snapshot dropped has been loaded again and no
+    process's memory has moved by more than 1 % over five runs. The worst run's p99 against
+    BULK_GOAL × the steady p99."""
+    check_answers(port, 100)
+    small_memory = settled_memory(master)
+    echo = measure(port, scratch, "echo", 100, arguments.seconds, 1, label="steady ")
+    steady = measure(port, scratch, "pull", 100, arguments.seconds, 1, label="steady ")
+    rules_file = scratch / "bulk-rules.json"
+    consumers = arguments.bulk_rules // RULES_PER_CONSUMER
+    with rules_file.open("w") as out:
+        json.dump({"entries": [rule for consumer in range(100, 100 + consumers)
+                               for rule in consumer_rules(consumer)]}, out)
+    started = time.monotonic()
+    with open(scratch / "import.log", "w") as import_log:
+        importing = subprocess.Popen(
+            [sys.executable, "manage.py", "import_rules", str(rules_file)], cwd=ROOT,
+            env=environment, stdout=import_log, stderr=subprocess.STDOUT)
+    windows, imported_at, log_start = [], None, log.stat().st_size
+    settled: list[dict[int, int]] = []
+    while True:
+        window = parse_wrk_latencies(port, scratch, 100)
+        windows.append(window)
+        if imported_at is None and importing.poll() is not None:
+            imported_at = time.monotonic() - started
+        if imported_at is not None:
+            settled.append(web_processes_memory(master))
+            with log.open() as server_log:
+                server_log.seek(log_start)
+                logged = server_log.read()
+            reloads_pending = (logged.count("Pull snapshot dropped")
+                               > logged.count("Pull snapshot loaded"))
+            if (memory_settled(settled) and not reloads_pending
+                    or time.monotonic() - started > 1800):
+                break
+    worst = max(window["p99_ms"] for window in windows)
+    during = statistics.median(window["p99_ms"] for window in windows)
+    ratio = worst / steady["p99_ms"]
+    valid = (importing.returncode == 0 and steady["valid"] and echo["valid"]
+             and all(window["valid"] for window in windows))
+    print_memory(small_memory, settled[-1] if settled else {}, arguments.bulk_rules)
+    print(f"bulk import of {arguments.bulk_rules} rules: exit status {importing.returncode} "
+          f"after {imported_at:.1f} s; caught up (memory settled) after "
+          f"{time.monotonic() - started:.1f} s; {len(windows)} windows of "
+          f"{BULK_WINDOW_SECONDS} s")
+    print("pull p99 per window (ms): " + " ".join(f"{w['p99_ms']:.1f}" for w in windows))
+    verdict = ("met" if ratio <= BULK_GOAL else "NOT met") if valid else "invalid (errors)"
+    print(f"pull p99 during the bulk change / steady {ratio:6.2f}   goal <= {BULK_GOAL:.0f}   "
+          f"{verdict}   (worst window p99 {worst:.1f} ms, median window p99 {during:.1f} ms, "
+          f"steady p99 {steady['p99_ms']:.1f} ms, echo p99 {echo['p99_ms']:.1f} ms)")
+    return valid
+
+
+def parse_wrk_latencies(port: int, scratch: Path, consumers: int) -> dict:
+    """One single-connection pull run of BULK_WINDOW_SECONDS (quietly)."""
+    path, body = SCENARIOS["pull"]
+    script = scratch / "pull.lua"
+    script.write_text(wrk_script(path, body, consumers))
+    figures = parse_wrk(run_wrk(port, path, script=script, seconds=BULK_WINDOW_SECONDS,
+                                connections=1))
+    figures["valid"] = not figures["non_2xx"] and not figures["socket_errors"]
+    return figures
+
+
+def memory_settled(looks: list[dict[int, int]], count: int = 5) -> bool:
+    """The last `count` looks name the same processes, none more than 1 % from the first."""
+    recent = looks[-count:]
+    return len(recent) == count and all(
+        set(look) == set(recent[0])
+        and all(abs(look[pid] - recent[0][pid]) <= recent[0][pid] / 100 for pid in look)
+        for look in recent)
+
+
+# Issue 34, goal 4: each web process's resident memory with the default process count, or
+# the measured cost of a rule and the setting that bounds it (PULL_SNAPSHOT_MAX_RULES).
+MEMORY_GOAL_BYTES = 200 * 2**20
+
+
+def web_processes_memory(master: int) -> dict[int, int]:
+    """Resident bytes of each gunicorn worker of `master` (Linux's /proc; the master's
+    other children, nginx in front, left out)."""
+    memory = {}
+    for child in Path(f"/proc/{master}/task/{master}/children").read_text().split():
+        with contextlib.suppress(OSError):
+            if b"gunicorn" not in Path(f"/proc/{child}/cmdline").read_bytes():
+                continue
+            for line in Path(f"/proc/{child}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    memory[int(child)] = int(line.split()[1]) * 1024
+    return memory
+
+
+def settled_memory(master: int, timeout: float = 300.0) -> dict[int, int]:
+    """`web_processes_memory` once no worker's has moved by more than 1 % over three looks
+    5 s apart (each worker applies the load's changes, or loads its snapshot again, at its
+    own pace), or after `timeout` seconds."""
+    deadline, looks = time.monotonic() + timeout, [web_processes_memory(master)]
+    while time.monotonic() < deadline and not memory_settled(looks, 3):
+        time.sleep(5)
+        looks.append(web_processes_memory(master))
+    return looks[-1]
+
+
+def print_memory(small: dict[int, int], large: dict[int, int], added_rules: int) -> None:
+    """Each web process's resident memory at both sizes, the cost of a rule, the goal."""
+    mib = 2**20
+    print("web processes' resident memory (MiB), 1000 rules -> large: "
+          + ", ".join(f"{small.get(pid, 0) / mib:.0f} -> {rss / mib:.0f}"
+                      for pid, rss in sorted(large.items())))
+    grown = [rss - small[pid] for pid, rss in large.items() if pid in small]
+    per_rule = statistics.median(grown) / added_rules if grown else float("nan")
+    biggest = max(large.values(), default=0)
+    verdict = "met" if biggest <= MEMORY_GOAL_BYTES else "NOT met"
+    print(f"web process memory at the large load: largest {biggest / mib:.0f} MiB of "
+          f"{len(large)} processes   goal <= {MEMORY_GOAL_BYTES / mib:.0f} MiB {verdict}   "
+          f"(median growth {per_rule:.0f} bytes a rule; PULL_SNAPSHOT_MAX_RULES bounds it)")
 
 
 def relative_p50(port: int, scratch: Path, consumers: int,

@@ -96,9 +96,13 @@ QUEUE = "serviceorchestration"  # CELERY_TASK_DEFAULT_QUEUE's default, as `make 
 HTTP_CONCURRENCY = "8"  # NOTIFY_HTTP_CONCURRENCY's default, as `make worker-http` uses
 KEEP_RUNNING = [sys.executable, "-m", "config.keep_running", "--"]  # the Makefile's KEEP_RUNNING
 SUBSCRIBE_GOAL = 400.0  # subscribe calls/s with 8 concurrent clients
-# Every one of GOAL_SUBSCRIBERS subscribers has its new result within this many seconds.
+# Every one of GOAL_SUBSCRIBERS subscribers has its new result within this many seconds
+# (issue 34); with LARGE_GOAL_SUBSCRIBERS or more, the production topology within
+# LARGE_FANOUT_GOAL_SECONDS (`make bench` runs it with 100 000).
 GOAL_SUBSCRIBERS = 10_000
-FANOUT_GOAL_SECONDS = {"defaults": 20.0, "production": 10.0}
+FANOUT_GOAL_SECONDS = {"defaults": 10.0, "production": 5.0}
+LARGE_GOAL_SUBSCRIBERS = 100_000
+LARGE_FANOUT_GOAL_SECONDS = {"production": 60.0}
 RAW_WINDOW = 500
 ECHO_CALLS = 4000  # monitor/echo calls of the subscribe rate's baseline
 LISTENER_CONNECTIONS = 4  # the arrivals' listener (see Listener)
@@ -298,8 +302,12 @@ def ratio_lines(results: dict[str, tuple[dict, dict]], raw: dict) -> list[str]:
 
 def fanout_goal_line(topology: str, fanout: dict) -> str:
     """The fan-out goal: every subscriber notified (a valid run) within the topology's limit,
-    judged only with GOAL_SUBSCRIBERS subscribers or more."""
+    judged only with GOAL_SUBSCRIBERS subscribers or more (LARGE_GOAL_SUBSCRIBERS: the
+    large goal)."""
     goal, last = FANOUT_GOAL_SECONDS[topology], fanout["milestones"][1.0]
+    counted = GOAL_SUBSCRIBERS
+    if fanout["subscribers"] >= LARGE_GOAL_SUBSCRIBERS and topology in LARGE_FANOUT_GOAL_SECONDS:
+        goal, counted = LARGE_FANOUT_GOAL_SECONDS[topology], LARGE_GOAL_SUBSCRIBERS
     if fanout["subscribers"] < GOAL_SUBSCRIBERS:
         verdict = f"not judged (fewer than {GOAL_SUBSCRIBERS} subscribers)"
     elif last is not None and last <= goal and fanout_valid(fanout):
@@ -307,7 +315,7 @@ def fanout_goal_line(topology: str, fanout: dict) -> str:
     else:
         verdict = "NOT met"
     return (f"{topology:<10}  all {fanout['subscribers']} notified after "
-            f"{number_text(last)} s   goal <= {goal:.0f} s for {GOAL_SUBSCRIBERS} {verdict}")
+            f"{number_text(last)} s   goal <= {goal:.0f} s for {counted} {verdict}")
 
 
 # --- processes ------------------------------------------------------------------------------
