@@ -18,6 +18,8 @@ from typing import Any
 from django.conf import settings
 from django.db import close_old_connections, connections
 
+from store.services import nudge
+
 logger = logging.getLogger(__name__)
 
 stop_event = threading.Event()
@@ -51,6 +53,7 @@ def start_in_process_scheduler() -> threading.Thread | None:
         entries = [_Entry(name, entry["task"], float(entry["schedule"]),
                           now + float(entry["schedule"]))
                    for name, entry in settings.CELERY_BEAT_SCHEDULE.items()]
+        nudge.in_process_runner = run_soon  # the store's nudges after a change
         _thread = threading.Thread(target=_run, args=(entries,), name="in-process-beat",
                                    daemon=True)
         _thread.start()

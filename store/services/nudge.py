@@ -7,17 +7,19 @@ The round runs SUBSCRIPTION_QUIET_SECONDS after the commit; a round that finds t
 changes still going on asks for itself again when it will have settled (`processing_later`,
 called by subscriptions/tasks.py)."""
 import logging
+from collections.abc import Callable
 
 from celery import current_app
 from django.conf import settings
 from django.db import transaction
 
-from config.scheduler import run_soon
-
 logger = logging.getLogger(__name__)
 
 
 _TASK = "subscriptions.process_changes"
+# Without a broker: the in-process scheduler's `run_soon` (config/scheduler.py), registered
+# when it starts (config sits above the store and is not imported from here).
+in_process_runner: Callable[..., None] | None = None
 
 
 def processing_nudge() -> None:
@@ -28,11 +30,13 @@ def processing_nudge() -> None:
 
 def processing_later(seconds: float) -> None:
     """Ask for `subscriptions.process_changes` in `seconds`. Without a broker (eager tasks)
-    this process's scheduler thread runs it (config/scheduler.py `run_soon`, which keeps one
-    request of several close together): run here and now, the work would block the caller,
-    a request that made a change."""
+    this process's scheduler thread runs it (`in_process_runner`, which keeps one request of
+    several close together; nothing where no scheduler runs): run here and now, the work
+    would block the caller, a request that made a change."""
     if current_app.conf.task_always_eager:
-        run_soon(_TASK, quiet=seconds, max_delay=settings.SUBSCRIPTION_MAX_DELAY_SECONDS)
+        if in_process_runner is not None:
+            in_process_runner(_TASK, quiet=seconds,
+                              max_delay=settings.SUBSCRIPTION_MAX_DELAY_SECONDS)
         return
     try:
         current_app.send_task(_TASK, countdown=seconds)

@@ -133,7 +133,8 @@ class ProcessingLaterTests:
     def test_without_a_broker_the_schedulers_thread_is_asked(self, monkeypatch, settings):
         asked = []
         nudge.current_app.conf.task_always_eager = True
-        monkeypatch.setattr(nudge, "run_soon", lambda task, **timing: asked.append((task, timing)))
+        monkeypatch.setattr(nudge, "in_process_runner",
+                            lambda task, **timing: asked.append((task, timing)))
         nudge.processing_later(0.25)
         assert asked == [("subscriptions.process_changes",
                           {"quiet": 0.25, "max_delay": settings.SUBSCRIPTION_MAX_DELAY_SECONDS})]
