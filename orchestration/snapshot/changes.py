@@ -150,7 +150,7 @@ def changes_settling(after_id: int, *, quiet: float, max_delay: float) -> float:
     [(newest_age, oldest_age)] = prepared_rows(
         f"SELECT {age.format(edge.format('DESC'))}, {age.format(edge.format('ASC'))}",
         [after_id, after_id])
-    if newest_age is None:
+    if newest_age is None or oldest_age is None:  # none, or rows older than written_at
         return 0.0
     wait = min(quiet - newest_age, max_delay - oldest_age)
     return wait if wait > SETTLE_TOLERANCE_SECONDS else 0.0

@@ -159,7 +159,10 @@ def rule_import(rules: Sequence, *, requester: str, replace: bool = False, updat
     rule_sets_lock(rule_sets)
     work = _rule_work(rules, replace=replace)
     _ensure_allowed(work.plan, update=update, expected=expected)
-    if len({consumer for consumer, _ in rule_sets}) > BULK_WRITE_CONSUMERS:
+    written = ({rule.consumer for rule in work.create}
+               | {rule.consumer for _, rule in work.update}
+               | {consumer for _, consumer in work.remove})
+    if len(written) > BULK_WRITE_CONSUMERS:  # the consumers whose rules change, not locked
         bulk_write_declare()  # one change for the feed, not one per consumer
     _rules_write(work, requester, progress)
     processing_nudge()

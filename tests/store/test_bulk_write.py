@@ -67,6 +67,19 @@ class BulkImportTests:
         import_file(tmp_path, [entry(f"Car{n}", A, 1) for n in range(3)])
         assert feed() == [(None, None)]
 
+    def test_only_the_consumers_whose_rules_change_count(self, tmp_path, monkeypatch):
+        """A replacing import locks every stored consumer's rules but changes few: it is not
+        a bulk write (review of issue 34)."""
+        monkeypatch.setattr("store.services.imports.BULK_WRITE_CONSUMERS", 2)
+        make_instances(instance_body("ProviderA"))
+        make_rules(*[(f"Car{n}", A, 1) for n in range(3)])
+        SnapshotChange.objects.all().delete()
+        source = tmp_path / "import.json"
+        source.write_text(json.dumps({"entries": [entry(f"Car{n}", A, 1) for n in range(3)]
+                                      + [entry("Car9", A, 1)]}))
+        call_command("import_rules", str(source), "--replace", stderr=io.StringIO())
+        assert feed() == [("Car9", None)]
+
     def test_a_smaller_import_records_its_consumers(self, tmp_path, monkeypatch):
         monkeypatch.setattr("store.services.imports.BULK_WRITE_CONSUMERS", 3)
         make_instances(instance_body("ProviderA"))
