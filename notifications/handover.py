@@ -19,6 +19,10 @@ logger = logging.getLogger(__name__)
 DELIVER_BATCH_TASK = "notifications.deliver_batch"
 # MQTT deliveries handed over together are sent by one task per this many.
 DELIVERY_BATCH = 100
+# At most this many deliveries wait in a process's own pools (notifications/inprocess.py)
+# before those a change's evaluation writes go to the queue instead (`send_here_admits`):
+# what waits longer than the sending lease would be taken over by the sweeper.
+SEND_HERE_MAX = 2_000
 
 
 def is_http(protocol: str) -> bool:
@@ -51,6 +55,54 @@ def deliveries_enqueue(*, delivery_ids: Sequence[uuid.UUID], protocol: str,
                            "send them", len(delivery_ids), exc_info=True)
         return False
     return True
+
+
+def deliveries_enqueue_retry(delivery_ids: list) -> None:
+    """One send task for deliveries of one transport still PENDING after an attempt (failed
+    transiently, or deferred), run when the last of them is due; nothing when none waits."""
+    from notifications.selectors import deliveries_next_attempt
+
+    next_attempt = deliveries_next_attempt(delivery_ids=delivery_ids)
+    if next_attempt is not None:
+        countdown, protocol = next_attempt
+        deliveries_enqueue(delivery_ids=delivery_ids, protocol=protocol, countdown=countdown)
+
+
+def send_here_admits(count: int) -> bool:
+    """Whether this process may take `count` more MQTT deliveries to send itself
+    (`deliveries_send_here`): while it holds fewer than SEND_HERE_MAX in all. Beyond, the
+    queue's workers share them."""
+    from notifications.inprocess import in_process_backlog
+
+    return in_process_backlog() + count <= SEND_HERE_MAX
+
+
+def deliveries_send_here(deliveries: Sequence) -> None:
+    """Send deliveries written already claimed by this process (outbox.py
+    `deliveries_create` with `send_here`) on its own MQTT pool (notifications/inprocess.py),
+    DELIVERY_BATCH together: the caller goes on at once. Never raises: should the pool refuse
+    them (the process is exiting), their claim expires and the sweeper sends them."""
+    from notifications.inprocess import in_process_send_claimed
+
+    deliveries = list(deliveries)
+    try:
+        for start in range(0, len(deliveries), DELIVERY_BATCH):
+            in_process_send_claimed(deliveries[start:start + DELIVERY_BATCH], _send_claimed)
+    except Exception:  # noqa: BLE001 - the rows are committed; the sweeper has them
+        logger.warning("Could not send %d notification deliveries here; the sweeper will "
+                       "send them once their claim expires", len(deliveries), exc_info=True)
+
+
+def _send_claimed(deliveries: list) -> None:
+    """On the pool's thread: send them; with a broker, those still PENDING afterwards (a
+    broker outage) are sent again by one task when the last is due, as a send task does
+    (notifications/tasks.py). Without one, the sweeper retries them, as every delivery."""
+    from notifications.services import deliveries_send_claimed
+
+    statuses = deliveries_send_claimed(deliveries)
+    pending = [key for key, status in statuses.items() if status == "PENDING"]
+    if pending and not settings.CELERY_TASK_ALWAYS_EAGER:
+        deliveries_enqueue_retry(pending)
 
 
 def handover_groups(rows: Iterable[tuple[uuid.UUID, str]]

@@ -1,10 +1,16 @@
-"""Sending without a broker (`make run` without CELERY_BROKER_URL). Celery then runs tasks in
-the thread that enqueues them (a request, the in-process scheduler), which one silent HTTP
-endpoint could hold for its timeouts; deliveries go to two small thread pools of the process
-instead, one per transport, like the per-transport queues of `make worker`."""
+"""Sending from this process's own thread pools, one per transport.
+
+- Without a broker (`make run` without CELERY_BROKER_URL) every delivery goes here: Celery
+  then runs tasks in the thread that enqueues them (a request, the in-process scheduler),
+  which one silent HTTP endpoint could hold for its timeouts; the pools are like the
+  per-transport queues of `make worker`.
+- With one too, the few MQTT deliveries that a change's evaluation wrote already claimed
+  (`in_process_send_claimed`): sent by the process that evaluated them, right after its
+  commit, without a trip through the queue."""
 import logging
 import threading
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
@@ -41,6 +47,27 @@ def in_process_submit(delivery_ids: list[uuid.UUID], *, http: bool) -> None:
                     "down; the sweeper sends them", ", ".join(map(str, batch)))
 
 
+def in_process_backlog() -> int:
+    """How many deliveries wait in this process's pools or are being sent by them."""
+    with _lock:
+        return len(_queued)
+
+
+def in_process_send_claimed(deliveries: list, send: Callable[[list], None]) -> None:
+    """`send(deliveries)` soon on this process's MQTT pool: deliveries it wrote already
+    claimed (notifications/handover.py `deliveries_send_here`, which says how to send them).
+    RuntimeError when the process is exiting."""
+    with _lock:
+        _queued.update(delivery.id for delivery in deliveries)
+        pool = _pool("mqtt")
+    try:
+        pool.submit(_send_logged, send, deliveries, [delivery.id for delivery in deliveries])
+    except RuntimeError:
+        with _lock:
+            _queued.difference_update(delivery.id for delivery in deliveries)
+        raise
+
+
 def _pool(transport: str) -> ThreadPoolExecutor:
     if transport not in _pools:
         threads = settings.NOTIFY_HTTP_CONCURRENCY if transport == "http" else MQTT_THREADS
@@ -51,9 +78,13 @@ def _pool(transport: str) -> ThreadPoolExecutor:
 def _sending(delivery_ids: list[uuid.UUID]) -> None:
     from notifications.services import deliveries_send
 
+    _send_logged(deliveries_send, delivery_ids, delivery_ids)
+
+
+def _send_logged(send, argument, delivery_ids: list[uuid.UUID]) -> None:
     try:
-        deliveries_send(delivery_ids)
-    except Exception:  # noqa: BLE001 - the rows stay due; the sweeper offers them again
+        send(argument)
+    except Exception:  # noqa: BLE001 - the rows stay unsent; the sweeper offers them again
         logger.exception("Sending notification deliveries %s failed",
                          ", ".join(map(str, delivery_ids)))
     finally:

@@ -13,7 +13,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from database.bulk_insert import model_rows_insert
-from notifications.handover import deliveries_enqueue, handover_groups
+from notifications.handover import (
+    deliveries_enqueue,
+    deliveries_send_here,
+    handover_groups,
+    is_http,
+    send_here_admits,
+)
 from notifications.http_delivery import http_destination
 from notifications.models import NotificationDelivery
 from notifications.selectors import deliveries_pending
@@ -37,17 +43,24 @@ class Notification:
 
 
 @transaction.atomic
-def deliveries_create(notifications: Sequence[Notification]) -> list[NotificationDelivery]:
+def deliveries_create(notifications: Sequence[Notification], *,
+                      send_here: bool = False) -> list[NotificationDelivery]:
     """Queue the notifications, one statement for the rows whatever their number. Call it
     inside the transaction of the change that caused them: the rows commit (or roll back)
     with that change, and the send tasks are only enqueued after the commit, so a worker
     never looks for a row that is not there yet.
 
+    With `send_here` (a change's evaluation), the MQTT notifications are written already
+    claimed by this process, which sends them itself right after the commit (handover.py
+    `deliveries_send_here`): no queue, no claim to take. Unless this process holds too many
+    to send already (`send_here_admits`): then they are queued like the others. Should the
+    process die first, their claim expires like a dead worker's and the sweeper sends them.
+
     Older PENDING deliveries of the subscriptions are cancelled: a subscriber wants the
     newest result, and rapid changes then cost one push. At most one notification per
     subscription."""
     now = timezone.now()
-    deliveries = []
+    deliveries: list[NotificationDelivery] = []
     for notification in notifications:
         protocol = notification.protocol.upper()
         if protocol not in _PROTOCOLS:
@@ -60,10 +73,18 @@ def deliveries_create(notifications: Sequence[Notification]) -> list[Notificatio
             destination=http_destination(protocol, properties),
             payload=notification.payload, expires_at=notification.expires_at,
             next_attempt_at=now, created_at=now, updated_at=now))
+    here = [d for d in deliveries if not is_http(d.protocol)] if send_here else []
+    if here and not send_here_admits(len(here)):
+        here = []
+    for delivery in here:
+        delivery.status, delivery.claimed_at, delivery.heartbeat_at = Status.SENDING, now, now
     deliveries_pending(subscription_ids=[d.subscription_id for d in deliveries]).update(
         status=Status.CANCELLED, last_error=SUPERSEDED, updated_at=now)
     model_rows_insert(deliveries)
-    _enqueue_after_commit((delivery.id, delivery.protocol) for delivery in deliveries)
+    if here:
+        transaction.on_commit(partial(deliveries_send_here, here))
+    _enqueue_after_commit((delivery.id, delivery.protocol) for delivery in deliveries
+                          if delivery.status == Status.PENDING)
     return deliveries
 
 

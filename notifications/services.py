@@ -55,8 +55,36 @@ def deliveries_send(delivery_ids: Sequence[uuid.UUID | str]) -> dict[uuid.UUID, 
     Safe to call any number of times, from any process: only the caller whose conditional
     update moves a row from PENDING to SENDING sends it."""
     claimed, statuses = _claim(delivery_ids)
-    if not claimed:
-        return statuses
+    if claimed:
+        statuses.update(_send_claimed(claimed))
+    return statuses
+
+
+def deliveries_send_claimed(deliveries: Sequence[NotificationDelivery]) -> dict[uuid.UUID, str]:
+    """Send deliveries that were written already claimed (outbox.py `deliveries_create` with
+    `send_here`: SENDING, `claimed_at` their fencing token) as `deliveries_send` sends those it
+    claims. A claim older than a third of the sending lease (this process was slow to get to
+    it) is renewed first, and those no longer held are left to whoever holds them now.
+    Returns the status after the call of each one this call sent or recorded."""
+    deliveries = list(deliveries)
+    if not deliveries:
+        return {}
+    now = timezone.now()
+    claimed_at = deliveries[0].claimed_at
+    if (now - claimed_at).total_seconds() > settings.NOTIFICATION_SENDING_LEASE_SECONDS / 3:
+        with transaction.atomic():
+            held = set(NotificationDelivery.objects.select_for_update().filter(
+                id__in=[delivery.id for delivery in deliveries], status=Status.SENDING,
+                claimed_at=claimed_at).values_list("id", flat=True))
+            NotificationDelivery.objects.filter(id__in=held).update(heartbeat_at=now)
+        deliveries = [delivery for delivery in deliveries if delivery.id in held]
+    return _send_claimed(deliveries) if deliveries else {}
+
+
+def _send_claimed(claimed: list[NotificationDelivery]) -> dict[uuid.UUID, str]:
+    """One attempt at each claimed delivery (all claimed at one instant, by creation), and
+    its outcome recorded; the status of each afterwards."""
+    statuses: dict[uuid.UUID, str] = {}
     now = timezone.now()
     newer, older_in_flight = _neighbours(claimed)
     mqtt, http = [], []

@@ -3,9 +3,8 @@ import logging
 
 from celery import Task, shared_task
 
-from notifications.handover import deliveries_enqueue
+from notifications.handover import deliveries_enqueue_retry
 from notifications.retention import deliveries_remove_old
-from notifications.selectors import deliveries_next_attempt
 from notifications.services import deliveries_send, delivery_send
 from notifications.sweeping import deliveries_sweep
 
@@ -24,7 +23,7 @@ def deliver_batch_task(self: Task, delivery_ids: list[str]) -> dict[str, str]:
     statuses = deliveries_send(delivery_ids)
     pending = [delivery_id for delivery_id, status in statuses.items() if status == "PENDING"]
     if pending and not self.request.is_eager:
-        _schedule_next_attempt(pending)
+        deliveries_enqueue_retry(pending)
     return {str(delivery_id): status for delivery_id, status in statuses.items()}
 
 
@@ -36,16 +35,8 @@ def deliver_task(self: Task, delivery_id: str, protocol: str = "") -> str:
     `protocol` is no longer needed). Returns the delivery's status."""
     status = delivery_send(delivery_id)
     if status == "PENDING" and not self.request.is_eager:
-        _schedule_next_attempt([delivery_id])
+        deliveries_enqueue_retry([delivery_id])
     return status
-
-
-def _schedule_next_attempt(delivery_ids: list) -> None:
-    """One task for the deliveries (all of one transport), run when the last is due."""
-    next_attempt = deliveries_next_attempt(delivery_ids=delivery_ids)
-    if next_attempt is not None:
-        countdown, protocol = next_attempt
-        deliveries_enqueue(delivery_ids=delivery_ids, protocol=protocol, countdown=countdown)
 
 
 @shared_task(name="notifications.sweep")

@@ -79,16 +79,19 @@ def subscription_push_queue(subscription: Subscription, *, now: dt.datetime,
     pushes_record([(subscription, response)], now=now)
 
 
-def pushes_record(pushes: list[tuple[Subscription, dict]], *, now: dt.datetime) -> None:
+def pushes_record(pushes: list[tuple[Subscription, dict]], *, now: dt.datetime,
+                  send_here: bool = False) -> None:
     """Queue the notification of each (subscription, response data) in the caller's
     transaction (superseding the subscription's pending one), and record what was pushed:
     each subscription's `last_fingerprint` (set by the caller) and `now`, no longer flagged.
     One UPDATE per distinct result (a change usually gives many subscribers the same one):
     Django's bulk_update builds a CASE per row in Python, which cost a quarter of a
-    worker's time in the fan-out's profile (docs/performance.md)."""
+    worker's time in the fan-out's profile (docs/performance.md). `send_here`: the
+    notifications may be sent by this process right after the commit (outbox.py
+    `deliveries_create`)."""
     deliveries_create([Notification(s.id, s.notify_protocol, s.notify_properties,
                                     push_message(s, response), s.expires_at, s.target)
-                       for s, response in pushes])
+                       for s, response in pushes], send_here=send_here)
     by_fingerprint: dict[str, list] = defaultdict(list)
     for subscription, _ in pushes:
         subscription.last_pushed_at, subscription.needs_evaluation = now, False

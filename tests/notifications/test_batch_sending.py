@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from notifications.services import deliveries_send
+from notifications.services import deliveries_send, deliveries_send_claimed
 from notifications.models import NotificationDelivery
 from tests.endpoints import MqttReceiver, make_delivery, mosquitto
 from tests.ports import reserved_port
@@ -165,3 +165,35 @@ class BrokerOutageTests:
                 receiver.close()
         assert arrived == {f"{topic}/{n}": {"v": 2} for n in range(10)}
         assert _statuses(*second) == [(Status.DELIVERED, 2)] * 10
+
+
+class ClaimedWhenWrittenTests:
+    """deliveries_send_claimed: rows written already claimed (a round's, sent by the process
+    that wrote them) take the send path after the claim, fenced by their claim time."""
+
+    def test_it_sends_them_without_claiming_again(self, mqtt_receiver):
+        claimed_at = timezone.now()
+        deliveries = [make_delivery("MQTT", {"topic": mqtt_receiver.topic}, payload={"n": n},
+                                    status=Status.SENDING, claimed_at=claimed_at,
+                                    heartbeat_at=claimed_at) for n in range(3)]
+        statuses = deliveries_send_claimed(deliveries)
+        assert statuses == {d.id: Status.DELIVERED for d in deliveries}
+        assert sorted(json.loads(mqtt_receiver.get().payload)["n"] for _ in range(3)) == [
+            0, 1, 2]
+        assert _statuses(*deliveries) == [(Status.DELIVERED, 1)] * 3
+
+    def test_a_late_sender_renews_its_claim_and_skips_what_another_took_over(
+            self, mqtt_receiver, settings):
+        settings.NOTIFICATION_SENDING_LEASE_SECONDS = 15
+        claimed_at = timezone.now() - timedelta(seconds=6)  # more than a third of the lease
+        held, taken = (make_delivery("MQTT", {"topic": mqtt_receiver.topic}, payload={"n": n},
+                                     status=Status.SENDING, claimed_at=claimed_at,
+                                     heartbeat_at=claimed_at) for n in range(2))
+        NotificationDelivery.objects.filter(id=taken.id).update(
+            claimed_at=timezone.now())  # the sweeper's resend holds it now
+        statuses = deliveries_send_claimed([held, taken])
+        assert statuses == {held.id: Status.DELIVERED}
+        assert json.loads(mqtt_receiver.get().payload)["n"] == 0
+        with pytest.raises(queue.Empty):
+            mqtt_receiver.get(timeout=0.5)
+        assert _statuses(held, taken) == [(Status.DELIVERED, 1), (Status.SENDING, 0)]

@@ -6,6 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from notifications import handover
 from notifications import outbox as notification_services
 from notifications.models import NotificationDelivery
 from orchestration.models import OrchestrationJob, OrchestrationLock
@@ -45,6 +46,18 @@ def subscribers(api, settings):
     return make
 
 
+@pytest.fixture
+def handed_over(monkeypatch) -> tuple[list, list]:
+    """The deliveries handed to this process's sender (`deliveries_send_here`) and the ids
+    handed to the queue, instead of sending them."""
+    here, queued = [], []
+    monkeypatch.setattr(notification_services, "deliveries_send_here",
+                        lambda deliveries: here.extend(deliveries))
+    monkeypatch.setattr(notification_services, "deliveries_enqueue",
+                        lambda **kwargs: queued.extend(kwargs["delivery_ids"]))
+    return here, queued
+
+
 def _metadata_pushed() -> dict[str, dict]:
     return {delivery.receiver: delivery.payload["payload"]["results"][0]["metadata"]
             for delivery in NotificationDelivery.objects.all()}
@@ -55,8 +68,8 @@ class BatchEvaluationTests:
             self, subscribers, monkeypatch):
         subscribers(30)
         sent = []  # the sends are counted apart: evaluation's statements are measured here
-        monkeypatch.setattr(notification_services, "deliveries_enqueue",
-                            lambda **kwargs: sent.extend(kwargs["delivery_ids"]))
+        monkeypatch.setattr(notification_services, "deliveries_send_here",
+                            lambda deliveries: sent.extend(d.id for d in deliveries))
         make_instances(instance_body("Shared", metadata={"v": 2}))
         with CaptureQueriesContext(connection) as many:
             assert changes_process() == 30
@@ -74,6 +87,32 @@ class BatchEvaluationTests:
         # The same statements whatever the number of subscriptions (none per subscription).
         assert len(many.captured_queries) < 25
         assert len(again.captured_queries) == len(many.captured_queries)
+
+    def test_a_rounds_mqtt_notifications_are_claimed_when_written_and_sent_here(
+            self, subscribers, handed_over):
+        subscribers(3)
+        here, queued = handed_over
+        here.clear(), queued.clear()  # the subscribes' own
+        make_instances(instance_body("Shared", metadata={"v": 2}))
+        assert changes_process() == 3
+        assert not queued
+        rows = NotificationDelivery.objects.all()
+        assert sorted(d.id for d in here) == sorted(row.id for row in rows)
+        assert {(row.status, row.claimed_at, row.heartbeat_at) for row in rows} == {
+            ("SENDING", here[0].claimed_at, here[0].claimed_at)}  # one claim, the fence
+
+    def test_a_process_holding_many_to_send_queues_a_rounds_notifications(
+            self, subscribers, handed_over, monkeypatch):
+        subscribers(3)
+        here, queued = handed_over
+        here.clear(), queued.clear()  # the subscribes' own
+        monkeypatch.setattr(handover, "SEND_HERE_MAX", 2)
+        make_instances(instance_body("Shared", metadata={"v": 2}))
+        assert changes_process() == 3
+        assert not here
+        assert sorted(queued) == sorted(NotificationDelivery.objects.filter(
+            status="PENDING", claimed_at=None).values_list("id", flat=True))
+        assert len(queued) == 3
 
     def test_the_previews_of_a_batch_share_one_read_of_the_snapshot_feed(
             self, subscribers, monkeypatch):
