@@ -364,6 +364,11 @@ if "SUBSCRIPTION_COALESCE_SECONDS" in os.environ:  # the fixed window before 202
     raise ImproperlyConfigured("SUBSCRIPTION_COALESCE_SECONDS is replaced by "
                                "SUBSCRIPTION_QUIET_SECONDS and SUBSCRIPTION_MAX_DELAY_SECONDS "
                                "(CHANGELOG.md); remove it")
+# How many worker processes share the evaluation of a change that concerns more subscriptions
+# than one batch (500): the round's own and helpers asked through the queue (with a broker
+# only; docs/subscriptions.md, "When a push happens"). 1: the round's process alone.
+SUBSCRIPTION_EVALUATION_PROCESSES = env_positive_int("SUBSCRIPTION_EVALUATION_PROCESSES",
+                                                     os.cpu_count() or 1)
 INSTANCE_CLEANUP_INTERVAL_SECONDS = env_positive_int("INSTANCE_CLEANUP_INTERVAL_SECONDS", 60)
 CELERY_BEAT_SCHEDULE = {
     "remove-expired-instances": every(INSTANCE_CLEANUP_INTERVAL_SECONDS,

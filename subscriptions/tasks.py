@@ -11,7 +11,12 @@ from serviceregistry.polling import instances_poll, systems_poll
 from store.services.nudge import processing_later
 from subscriptions.push_jobs import RUN_PUSH_JOB_TASK, push_job_run, push_jobs_sweep
 from subscriptions.selectors import live_targets
-from subscriptions.services.evaluation import changes_process, changes_wait_seconds
+from subscriptions.services.evaluation import (
+    EVALUATE_FLAGGED_TASK,
+    changes_process,
+    changes_wait_seconds,
+    subscriptions_evaluate_flagged,
+)
 from subscriptions.services.subscribing import subscriptions_remove_expired
 
 # The name the poll's log lines had when the task lived in serviceregistry/tasks.py.
@@ -29,6 +34,14 @@ def process_changes_task() -> int:
         processing_later(wait)
         return 0
     return changes_process()
+
+
+@shared_task(name=EVALUATE_FLAGGED_TASK, acks_late=True)
+def evaluate_flagged_task(index: int, of: int) -> int:
+    """Help a change-processing round evaluate its flagged subscriptions, starting at the
+    `index`-th of `of` parts (subscriptions/services/evaluation.py
+    `subscriptions_evaluate_flagged`). Idempotent: what is evaluated is no longer flagged."""
+    return subscriptions_evaluate_flagged(share=(index, of))
 
 
 @shared_task(name="subscriptions.remove_expired")

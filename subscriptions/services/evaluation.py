@@ -4,11 +4,13 @@ round flag the subscriptions of the consumers they concern (`changes_process`); 
 ones are evaluated in batches (`subscriptions_evaluate`, which the admin's "push now" calls
 too), previewed from one view of the pull snapshot, and the changed results pushed in bulk."""
 import datetime as dt
+import json
 import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
@@ -22,6 +24,7 @@ from database.transaction_retry import is_conflict, retry_on_conflict
 from orchestration.models import OrchestrationJob
 from orchestration.pull.normalization import parse_orchestration_request
 from orchestration.pull.services import orchestrate_preview
+from orchestration.pull.types import OrchestrationRequest
 from orchestration.snapshot.changes import (
     TRUSTED_SECONDS,
     FeedPosition,
@@ -137,23 +140,37 @@ def _read(cursor: FeedCursor, limit: int):
     return changes_since(FeedPosition(cursor.last_id, tuple(cursor.running)), limit)
 
 
-def subscriptions_evaluate_flagged() -> int:
+def subscriptions_evaluate_flagged(*, share: tuple[int, int] | None = None) -> int:
     """Evaluate the flagged subscriptions, EVALUATION_BATCH at a time (`subscriptions_evaluate`).
     With a ServiceRegistry, the instances behind them are looked up again first (one call),
     so the evaluations read what it holds now. When the ServiceRegistry fails, the round ends
-    there: the rest would wait for it too, and all stay flagged for the next round."""
+    there: the rest would wait for it too, and all stay flagged for the next round.
+
+    With a broker, a round that flags more than one batch asks for helpers first: the task
+    `subscriptions.evaluate_flagged` in SUBSCRIPTION_EVALUATION_PROCESSES - 1 other worker
+    processes, each with its `share` (index, of): it walks the same batches from its own
+    starting point, and a batch goes to whoever locks it first (`subscriptions_evaluate`
+    skips rows another holds, and rows no longer flagged), so each is evaluated once. A
+    helper relies on the round's ServiceRegistry lookup and asks for no helpers itself."""
     pushed = 0
     flagged = list(Subscription.objects.filter(needs_evaluation=True).order_by("pk")
                    .values_list("id", "target"))
     try:
-        if flagged and settings.SERVICE_REGISTRY_URL:
+        if flagged and settings.SERVICE_REGISTRY_URL and share is None:
             instances_refresh({target for _, target in flagged})
     except ServiceRegistryUnavailable as error:
         logger.warning("Evaluating subscriptions needs the ServiceRegistry, which failed "
                        "(retried next round): %s", error.message)
         return 0
     ids = [subscription_id for subscription_id, _ in flagged]
-    for start in range(0, len(ids), EVALUATION_BATCH):
+    starts = list(range(0, len(ids), EVALUATION_BATCH))
+    if share is None:
+        _helpers_ask(len(starts))
+    else:
+        index, of = share
+        first = index * len(starts) // max(of, 1)
+        starts = starts[first:] + starts[:first]
+    for start in starts:
         evaluation = subscriptions_evaluate(ids[start:start + EVALUATION_BATCH],
                                             send_here=True)
         pushed += evaluation.pushed
@@ -161,6 +178,23 @@ def subscriptions_evaluate_flagged() -> int:
                for error in evaluation.failed.values()):
             break
     return pushed
+
+
+EVALUATE_FLAGGED_TASK = "subscriptions.evaluate_flagged"
+
+
+def _helpers_ask(batches: int) -> None:
+    """With a broker, ask SUBSCRIPTION_EVALUATION_PROCESSES - 1 worker processes to share
+    the evaluation of more than one batch (`subscriptions_evaluate_flagged`). Only an ask:
+    what no helper takes, the round evaluates itself."""
+    helpers = min(settings.SUBSCRIPTION_EVALUATION_PROCESSES, batches) - 1
+    if helpers < 1 or current_app.conf.task_always_eager:
+        return
+    try:
+        for index in range(1, helpers + 1):
+            current_app.send_task(EVALUATE_FLAGGED_TASK, args=[index, helpers + 1])
+    except Exception:  # noqa: BLE001 - the round evaluates every batch itself then
+        logger.warning("Could not ask for help evaluating subscriptions", exc_info=True)
 
 
 @dataclass
@@ -194,7 +228,7 @@ def subscriptions_evaluate(ids: Sequence[uuid.UUID], *, force: bool = False,
     now = timezone.now()
     from_snapshot = not transaction.get_connection().in_atomic_block
     evaluation, changed, unchanged, committed = Evaluation(), [], [], []
-    rendering = Rendering()
+    rendering, requests = Rendering(), _Requests()
     with transaction.atomic():
         rows = Subscription.objects.select_for_update(skip_locked=not force).filter(
             id__in=list(ids))
@@ -207,7 +241,7 @@ def subscriptions_evaluate(ids: Sequence[uuid.UUID], *, force: bool = False,
                 try:
                     preview = orchestrate_preview(
                         consumer=subscription.target, now=now,
-                        request=parse_orchestration_request(subscription.orchestration_request))
+                        request=requests(subscription.orchestration_request))
                 except Exception as error:  # noqa: BLE001 - one must not stop the others
                     _failed(evaluation, subscription.id, error)
                     continue
@@ -233,6 +267,23 @@ def subscriptions_evaluate(ids: Sequence[uuid.UUID], *, force: bool = False,
     evaluation.pushed = len(changed) + len([s for s in committed
                                             if s.id not in evaluation.failed])
     return evaluation
+
+
+class _Requests:
+    """The parsed orchestration requests of one evaluation batch, each distinct request
+    parsed once: the subscriptions of a fan-out usually ask alike, and parsing was a tenth
+    of an evaluation in its profile. Parsed requests are immutable; one that does not parse
+    raises each time."""
+
+    def __init__(self) -> None:
+        self._parsed: dict[str, OrchestrationRequest] = {}
+
+    def __call__(self, data: dict | None) -> OrchestrationRequest:
+        key = json.dumps(data, sort_keys=True)
+        parsed = self._parsed.get(key)
+        if parsed is None:
+            parsed = self._parsed[key] = parse_orchestration_request(data)
+        return parsed
 
 
 def _failed(evaluation: Evaluation, subscription_id: uuid.UUID, error: Exception) -> None:

@@ -2,6 +2,9 @@
 `subscriptions_evaluate`): a change that concerns many subscriptions costs a few statements,
 not a transaction per subscription, and pushes exactly what evaluating them one by one would. These
 tests commit, so that the previews read the pull snapshot as in production."""
+import threading
+from types import SimpleNamespace
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -154,7 +157,6 @@ class BatchEvaluationTests:
         subscriptions = subscribers(3)
         make_instances(instance_body("Shared", metadata={"v": 2}))
         held = subscriptions[0]
-        import threading
         locked, release = threading.Event(), threading.Event()
 
         def hold() -> None:
@@ -175,3 +177,51 @@ class BatchEvaluationTests:
         assert Subscription.objects.get(pk=held.pk).needs_evaluation
         assert changes_process() == 1
         assert _metadata_pushed() == {f"Car{n}": {"v": 2} for n in range(3)}
+
+
+class EvaluationHelpersTests:
+    """A round that flags more than one batch asks other worker processes to share the
+    evaluation (`subscriptions.evaluate_flagged`); each batch is evaluated once."""
+
+    def test_a_round_of_several_batches_asks_for_helpers_with_a_broker(
+            self, subscribers, monkeypatch, settings):
+        subscribers(5)
+        settings.SUBSCRIPTION_EVALUATION_PROCESSES = 3
+        monkeypatch.setattr(evaluation, "EVALUATION_BATCH", 2)  # 5 flagged: 3 batches
+        asked = []
+        monkeypatch.setattr(evaluation, "current_app", SimpleNamespace(  # with a broker
+            conf=SimpleNamespace(task_always_eager=False),
+            send_task=lambda name, args: asked.append((name, args))))
+        make_instances(instance_body("Shared", metadata={"v": 2}))
+        assert changes_process() == 5  # what no helper took, the round evaluated itself
+        assert asked == [("subscriptions.evaluate_flagged", [1, 3]),
+                         ("subscriptions.evaluate_flagged", [2, 3])]
+        assert evaluation.subscriptions_evaluate_flagged(share=(1, 3)) == 0  # nothing left
+
+    def test_no_helpers_for_one_batch_nor_without_a_broker(self, subscribers, monkeypatch,
+                                                           settings):
+        subscribers(2)
+        settings.SUBSCRIPTION_EVALUATION_PROCESSES = 4
+        asked = []
+        monkeypatch.setattr(evaluation.current_app, "send_task",
+                            lambda name, args: asked.append((name, args)))
+        make_instances(instance_body("Shared", metadata={"v": 2}))
+        assert changes_process() == 2  # one batch
+        monkeypatch.setattr(evaluation, "EVALUATION_BATCH", 1)
+        make_instances(instance_body("Shared", metadata={"v": 3}))
+        assert changes_process() == 2  # two batches, but eager: no worker to ask
+        assert asked == []
+
+    def test_helpers_starting_apart_evaluate_each_subscription_once(
+            self, subscribers, monkeypatch):
+        subscribers(8)
+        monkeypatch.setattr(evaluation, "EVALUATION_BATCH", 2)
+        make_instances(instance_body("Shared", metadata={"v": 2}))
+        evaluation._changes_flag()
+        barrier = threading.Barrier(3)
+        helpers = [Background(lambda index=index: evaluation.subscriptions_evaluate_flagged(
+            share=(index, 3)), barrier=barrier) for index in range(3)]
+        assert sum(helper.outcome() for helper in helpers) == 8
+        assert NotificationDelivery.objects.count() == 8  # one push each
+        assert _metadata_pushed() == {f"Car{n}": {"v": 2} for n in range(8)}
+        assert not Subscription.objects.filter(needs_evaluation=True).exists()
