@@ -66,20 +66,20 @@ def changes_process() -> int:
     """Turn the changes in the feed since the subscriptions' cursor into `needs_evaluation`
     flags (one transaction), then evaluate every flagged subscription once. Returns how many
     pushes were queued. The task waits for a burst to end first (`changes_wait_seconds`)."""
-    _changes_flag()
-    return subscriptions_evaluate_flagged()
+    return subscriptions_evaluate_flagged(helpers=_changes_flag())
 
 
-def _changes_flag() -> None:
-    """Flag the subscriptions concerned by the changes after the cursor (_changes_flag_locked).
-    A round that finds nothing new, with a cursor read recently, ends without a transaction:
+def _changes_flag() -> bool:
+    """Flag the subscriptions concerned by the changes after the cursor (_changes_flag_locked);
+    whether there were changes to read. A round that finds nothing new, with a cursor read recently, ends without a transaction:
     its reads of the cursor and of the feed hold no lock past their statement, so that the
     rounds nudged by every write do not hold one table while waiting for another."""
     cursor = FeedCursor.objects.filter(pk=1).first()
     if (cursor is not None and _trusted(cursor, TRUSTED_SECONDS / 2)
             and not _read(cursor, 1)[0]):
-        return
+        return False
     _changes_flag_locked()
+    return True
 
 
 @retry_on_conflict
@@ -126,9 +126,11 @@ def _concerned(changes) -> Q:
                        if instance_id.count("|") == 2}
         return (Q(target__in=consumers) | Q(service_definition__in=definitions)
                 | Q(service_definition__isnull=True))
-    consumers.update(Rule.objects.filter(service_instance_id__in=instance_ids)
-                     .values_list("consumer", flat=True).distinct())
-    return Q(target__in=consumers)
+    # The rules' consumers as a subquery: read into a list, a fan-out's 100 000 consumers
+    # came back as one statement with 100 000 parameters.
+    of_instances = Q(target__in=Rule.objects.filter(service_instance_id__in=instance_ids)
+                     .values("consumer"))
+    return of_instances | Q(target__in=consumers) if consumers else of_instances
 
 
 def _trusted(cursor: FeedCursor, seconds: float = TRUSTED_SECONDS) -> bool:
@@ -140,13 +142,15 @@ def _read(cursor: FeedCursor, limit: int):
     return changes_since(FeedPosition(cursor.last_id, tuple(cursor.running)), limit)
 
 
-def subscriptions_evaluate_flagged(*, share: tuple[int, int] | None = None) -> int:
+def subscriptions_evaluate_flagged(*, share: tuple[int, int] | None = None,
+                                   helpers: bool = False) -> int:
     """Evaluate the flagged subscriptions, EVALUATION_BATCH at a time (`subscriptions_evaluate`).
     With a ServiceRegistry, the instances behind them are looked up again first (one call),
     so the evaluations read what it holds now. When the ServiceRegistry fails, the round ends
     there: the rest would wait for it too, and all stay flagged for the next round.
 
-    With a broker, a round that flags more than one batch asks for helpers first: the task
+    With a broker, a round that has just flagged (`helpers`) more than one batch asks for
+    helpers first (a round that found no new change joins the others as one more): the task
     `subscriptions.evaluate_flagged` in SUBSCRIPTION_EVALUATION_PROCESSES - 1 other worker
     processes, each with its `share` (index, of): it walks the same batches from its own
     starting point, and a batch goes to whoever locks it first (`subscriptions_evaluate`
@@ -165,7 +169,8 @@ def subscriptions_evaluate_flagged(*, share: tuple[int, int] | None = None) -> i
     ids = [subscription_id for subscription_id, _ in flagged]
     starts = list(range(0, len(ids), EVALUATION_BATCH))
     if share is None:
-        _helpers_ask(len(starts))
+        if helpers:
+            _helpers_ask(len(starts))
     else:
         index, of = share
         first = index * len(starts) // max(of, 1)

@@ -74,6 +74,7 @@ class BatchEvaluationTests:
         monkeypatch.setattr(notification_services, "deliveries_send_here",
                             lambda deliveries: sent.extend(d.id for d in deliveries))
         make_instances(instance_body("Shared", metadata={"v": 2}))
+        pull_snapshot.load()  # both rounds find the snapshot current (no refresh reads)
         with CaptureQueriesContext(connection) as many:
             assert changes_process() == 30
         assert len(sent) == 30
@@ -85,6 +86,7 @@ class BatchEvaluationTests:
         make_instances(instance_body("Shared", metadata={"v": 3}))
         Subscription.objects.filter(target__in=["Car0", "Car1"]).update(
             last_fingerprint="")  # two of them would have pushed anyway
+        pull_snapshot.load()
         with CaptureQueriesContext(connection) as again:
             assert changes_process() == 30
         # The same statements whatever the number of subscriptions (none per subscription).
@@ -197,6 +199,10 @@ class EvaluationHelpersTests:
         assert asked == [("subscriptions.evaluate_flagged", [1, 3]),
                          ("subscriptions.evaluate_flagged", [2, 3])]
         assert evaluation.subscriptions_evaluate_flagged(share=(1, 3)) == 0  # nothing left
+        Subscription.objects.update(needs_evaluation=True, last_fingerprint="")
+        asked.clear()
+        assert changes_process() == 5  # no new change: it joins, and asks nobody
+        assert asked == []
 
     def test_no_helpers_for_one_batch_nor_without_a_broker(self, subscribers, monkeypatch,
                                                            settings):
