@@ -97,7 +97,8 @@ def _enqueue_after_commit(rows: Iterable[tuple[uuid.UUID, str]]) -> None:
 def deliveries_cancel(*, subscription_ids: Iterable[uuid.UUID], reason: str) -> int:
     """Stop every unfinished delivery of the subscriptions (unsubscribed, expired, notify
     interface replaced), in one statement. A send already in flight still completes, but its
-    outcome is not recorded over the cancellation and it is never retried. Returns how many
+    outcome is not recorded over the cancellation and it is never retried; one claimed when
+    written but not yet published is not sent (services.py `deliveries_send_claimed`). Returns how many
     were cancelled."""
     return NotificationDelivery.objects.filter(
         subscription_id__in=list(subscription_ids), status__in=(Status.PENDING, Status.SENDING)

@@ -67,15 +67,17 @@ def deliveries_newer(delivery: NotificationDelivery) -> QuerySet[NotificationDel
     return _newer(delivery.subscription_id, delivery.created_at)
 
 
-def deliveries_neighbours(claimed_ids: list[uuid.UUID]) -> QuerySet:
-    """For a batch of claimed deliveries at once, (id, has a newer one, has an older one
-    being sent) of each: the two questions above as EXISTS of each row, which PostgreSQL
+def deliveries_neighbours(claimed_ids: list[uuid.UUID], claimed_at) -> QuerySet:
+    """For a batch of deliveries claimed at `claimed_at`, (id, has a newer one, has an older
+    one being sent) of each still held by that claim (not cancelled or taken over since):
+    the two questions above as EXISTS of each row, which PostgreSQL
     answers through the subscription indexes whatever it thinks of the backlog. (Asked as
     one condition on the batch's subscriptions, "created after the batch's oldest" could be
     read through the created_at index: a fan-out's whole backlog at every batch.) The other
     claimed ones, being sent by this very batch, are not in flight before it."""
     subscription_id, created_at = OuterRef("subscription_id"), OuterRef("created_at")
-    return (NotificationDelivery.objects.filter(id__in=claimed_ids).order_by()
+    return (NotificationDelivery.objects.filter(id__in=claimed_ids, status=Status.SENDING,
+                                                claimed_at=claimed_at).order_by()
             .annotate(has_newer=Exists(_newer(subscription_id, created_at)),
                       older_in_flight=Exists(_older_in_flight(subscription_id, created_at)
                                              .exclude(id__in=claimed_ids)))

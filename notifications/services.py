@@ -63,15 +63,17 @@ def deliveries_send(delivery_ids: Sequence[uuid.UUID | str]) -> dict[uuid.UUID, 
 def deliveries_send_claimed(deliveries: Sequence[NotificationDelivery]) -> dict[uuid.UUID, str]:
     """Send deliveries that were written already claimed (outbox.py `deliveries_create` with
     `send_here`: SENDING, `claimed_at` their fencing token) as `deliveries_send` sends those it
-    claims. A claim older than a third of the sending lease (this process was slow to get to
-    it) is renewed first, and those no longer held are left to whoever holds them now.
-    Returns the status after the call of each one this call sent or recorded."""
+    claims. A claim more than CLAIM_FRESH_SECONDS old (the pool had others to send first) is
+    renewed first, so that the heartbeat's first renewal, a third of a lease later, still
+    comes well within the lease. Those no longer held (cancelled: an unsubscribe; or taken
+    over by the sweeper) are not sent. Returns the status after the call of each one this
+    call sent or recorded."""
     deliveries = list(deliveries)
     if not deliveries:
         return {}
     now = timezone.now()
     claimed_at = deliveries[0].claimed_at
-    if (now - claimed_at).total_seconds() > settings.NOTIFICATION_SENDING_LEASE_SECONDS / 3:
+    if (now - claimed_at).total_seconds() > CLAIM_FRESH_SECONDS:
         with transaction.atomic():
             held = set(NotificationDelivery.objects.select_for_update().filter(
                 id__in=[delivery.id for delivery in deliveries], status=Status.SENDING,
@@ -81,14 +83,20 @@ def deliveries_send_claimed(deliveries: Sequence[NotificationDelivery]) -> dict[
     return _send_claimed(deliveries) if deliveries else {}
 
 
+# deliveries_send_claimed: a claim younger than this is sent without renewing it first.
+CLAIM_FRESH_SECONDS = 1.0
+
+
 def _send_claimed(claimed: list[NotificationDelivery]) -> dict[uuid.UUID, str]:
-    """One attempt at each claimed delivery (all claimed at one instant, by creation), and
-    its outcome recorded; the status of each afterwards."""
+    """One attempt at each claimed delivery still held (all claimed at one instant, by
+    creation), and its outcome recorded; the status of each attempted or recorded."""
     statuses: dict[uuid.UUID, str] = {}
     now = timezone.now()
-    newer, older_in_flight = _neighbours(claimed)
+    held, newer, older_in_flight = _neighbours(claimed)
     mqtt, http = [], []
     for delivery in claimed:
+        if delivery.id not in held:
+            continue  # cancelled meanwhile (an unsubscribe), or taken over: not ours to send
         if delivery.expires_at is not None and delivery.expires_at <= now:
             statuses[delivery.id] = _record(delivery, status=Status.FAILED, error=EXPIRED,
                                             attempted=False)
@@ -143,11 +151,14 @@ def _claim(delivery_ids: Sequence[uuid.UUID | str]
         deferred
 
 
-def _neighbours(claimed: list[NotificationDelivery]) -> tuple[set[uuid.UUID], set[uuid.UUID]]:
-    """The claimed deliveries that have a newer one of their subscription, and those with an
-    older one still being sent (one query for all)."""
-    newer, older_in_flight = set(), set()
-    for delivery_id, has_newer, waits in deliveries_neighbours([d.id for d in claimed]):
+def _neighbours(claimed: list[NotificationDelivery]
+                ) -> tuple[set[uuid.UUID], set[uuid.UUID], set[uuid.UUID]]:
+    """The claimed deliveries still held by their claim, those that have a newer one of their
+    subscription, and those with an older one still being sent (one query for all)."""
+    held, newer, older_in_flight = set(), set(), set()
+    for delivery_id, has_newer, waits in deliveries_neighbours([d.id for d in claimed],
+                                                               claimed[0].claimed_at):
+        held.add(delivery_id)
         if has_newer:
             newer.add(delivery_id)
         elif waits:
@@ -158,7 +169,7 @@ def _neighbours(claimed: list[NotificationDelivery]) -> tuple[set[uuid.UUID], se
     for deliveries in by_subscription.values():  # two of one subscription in this batch,
         for delivery in deliveries[:-1]:  # even created at the same instant: the last goes
             newer.add(delivery.id)
-    return newer, older_in_flight
+    return held, newer, older_in_flight
 
 
 def _publish(deliveries: list[NotificationDelivery]) -> dict[uuid.UUID, str]:

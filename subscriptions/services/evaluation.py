@@ -71,9 +71,10 @@ def changes_process() -> int:
 
 def _changes_flag() -> bool:
     """Flag the subscriptions concerned by the changes after the cursor (_changes_flag_locked);
-    whether there were changes to read. A round that finds nothing new, with a cursor read recently, ends without a transaction:
-    its reads of the cursor and of the feed hold no lock past their statement, so that the
-    rounds nudged by every write do not hold one table while waiting for another."""
+    whether there were changes to read. A round that finds nothing new, with a cursor read
+    recently, ends without a transaction: its reads of the cursor and of the feed hold no
+    lock past their statement, so that the rounds nudged by every write do not hold one
+    table while waiting for another."""
     cursor = FeedCursor.objects.filter(pk=1).first()
     if (cursor is not None and _trusted(cursor, TRUSTED_SECONDS / 2)
             and not _read(cursor, 1)[0]):
@@ -154,13 +155,15 @@ def subscriptions_evaluate_flagged(*, share: tuple[int, int] | None = None,
     `subscriptions.evaluate_flagged` in SUBSCRIPTION_EVALUATION_PROCESSES - 1 other worker
     processes, each with its `share` (index, of): it walks the same batches from its own
     starting point, and a batch goes to whoever locks it first (`subscriptions_evaluate`
-    skips rows another holds, and rows no longer flagged), so each is evaluated once. A
-    helper relies on the round's ServiceRegistry lookup and asks for no helpers itself."""
+    skips rows another holds, and rows no longer flagged), so each is evaluated once (one
+    whose evaluation fails stays flagged, and the next participant to reach it tries it
+    again). Each looks the instances up again in the ServiceRegistry (its answers are cached
+    per process); a helper asks for no helpers itself."""
     pushed = 0
     flagged = list(Subscription.objects.filter(needs_evaluation=True).order_by("pk")
                    .values_list("id", "target"))
     try:
-        if flagged and settings.SERVICE_REGISTRY_URL and share is None:
+        if flagged and settings.SERVICE_REGISTRY_URL:  # helpers too: the cache is per process
             instances_refresh({target for _, target in flagged})
     except ServiceRegistryUnavailable as error:
         logger.warning("Evaluating subscriptions needs the ServiceRegistry, which failed "
@@ -186,6 +189,8 @@ def subscriptions_evaluate_flagged(*, share: tuple[int, int] | None = None,
 
 
 EVALUATE_FLAGGED_TASK = "subscriptions.evaluate_flagged"
+# A helper not started this soon is dropped: the round and beat's have taken the batches.
+HELPER_EXPIRES_SECONDS = 10
 
 
 def _helpers_ask(batches: int) -> None:
@@ -193,11 +198,13 @@ def _helpers_ask(batches: int) -> None:
     the evaluation of more than one batch (`subscriptions_evaluate_flagged`). Only an ask:
     what no helper takes, the round evaluates itself."""
     helpers = min(settings.SUBSCRIPTION_EVALUATION_PROCESSES, batches) - 1
-    if helpers < 1 or current_app.conf.task_always_eager:
+    if (helpers < 1 or current_app.conf.task_always_eager
+            or transaction.get_connection().vendor != "postgresql"):  # SQLite: one writer
         return
     try:
         for index in range(1, helpers + 1):
-            current_app.send_task(EVALUATE_FLAGGED_TASK, args=[index, helpers + 1])
+            current_app.send_task(EVALUATE_FLAGGED_TASK, args=[index, helpers + 1],
+                                  expires=HELPER_EXPIRES_SECONDS)
     except Exception:  # noqa: BLE001 - the round evaluates every batch itself then
         logger.warning("Could not ask for help evaluating subscriptions", exc_info=True)
 

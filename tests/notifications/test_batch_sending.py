@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from notifications.services import deliveries_send, deliveries_send_claimed
 from notifications.models import NotificationDelivery
+from notifications.outbox import deliveries_cancel
 from tests.endpoints import MqttReceiver, make_delivery, mosquitto
 from tests.ports import reserved_port
 
@@ -197,3 +198,16 @@ class ClaimedWhenWrittenTests:
         with pytest.raises(queue.Empty):
             mqtt_receiver.get(timeout=0.5)
         assert _statuses(held, taken) == [(Status.DELIVERED, 1), (Status.SENDING, 0)]
+
+    def test_what_was_cancelled_before_its_send_is_not_sent(self, mqtt_receiver):
+        claimed_at = timezone.now()
+        kept, cancelled = (make_delivery("MQTT", {"topic": mqtt_receiver.topic}, payload={"n": n},
+                                         status=Status.SENDING, claimed_at=claimed_at,
+                                         heartbeat_at=claimed_at) for n in range(2))
+        assert deliveries_cancel(subscription_ids=[cancelled.subscription_id],
+                                 reason="Unsubscribed") == 1
+        assert deliveries_send_claimed([kept, cancelled]) == {kept.id: Status.DELIVERED}
+        assert json.loads(mqtt_receiver.get().payload)["n"] == 0
+        with pytest.raises(queue.Empty):
+            mqtt_receiver.get(timeout=0.5)
+        assert _statuses(kept, cancelled) == [(Status.DELIVERED, 1), (Status.CANCELLED, 0)]

@@ -143,9 +143,9 @@ class SubscriptionIndexTests:
     def test_a_batch_send_reads_only_what_it_asks_about(self, history):
         claimed = self.probe(history, 3)
         claimed.__dict__.update(protocol="MQTT", properties={}, payload={},
-                                status=Status.SENDING)
+                                status=Status.SENDING, claimed_at=timezone.now())
         claimed.save()
-        plan = self.plan(deliveries_neighbours([claimed.id]))
+        plan = self.plan(deliveries_neighbours([claimed.id], claimed.claimed_at))
         # the claimed row; one newer row (EXISTS stops there); its older ones being sent,
         # through their own index: none
         assert self.rows_read(plan) == 2, plan

@@ -193,7 +193,7 @@ class EvaluationHelpersTests:
         asked = []
         monkeypatch.setattr(evaluation, "current_app", SimpleNamespace(  # with a broker
             conf=SimpleNamespace(task_always_eager=False),
-            send_task=lambda name, args: asked.append((name, args))))
+            send_task=lambda name, args, expires: asked.append((name, args))))
         make_instances(instance_body("Shared", metadata={"v": 2}))
         assert changes_process() == 5  # what no helper took, the round evaluated itself
         assert asked == [("subscriptions.evaluate_flagged", [1, 3]),
