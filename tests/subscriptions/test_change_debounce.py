@@ -130,6 +130,19 @@ class ProcessingLaterTests:
         nudge.processing_later(0.25)
         assert sent == [("subscriptions.process_changes", 0.25)]
 
+    def test_the_nudge_counts_the_quiet_period_from_the_change_not_the_commit(
+            self, monkeypatch, settings, django_capture_on_commit_callbacks):
+        settings.SUBSCRIPTION_QUIET_SECONDS = 0.25
+        asked = []
+        monkeypatch.setattr(nudge, "processing_later", asked.append)
+        clock = iter([100.0, 100.1, 200.0, 200.4])  # each nudge's call, then its commit
+        monkeypatch.setattr(nudge, "monotonic", lambda: next(clock))
+        with django_capture_on_commit_callbacks(execute=True):
+            nudge.processing_nudge()  # the writes took 0.1 s before the commit
+        with django_capture_on_commit_callbacks(execute=True):
+            nudge.processing_nudge()  # a transaction longer than the quiet period
+        assert asked == [pytest.approx(0.15), 0.0]
+
     def test_without_a_broker_the_schedulers_thread_is_asked(self, monkeypatch, settings):
         asked = []
         nudge.current_app.conf.task_always_eager = True
