@@ -98,8 +98,8 @@ def deliveries_cancel(*, subscription_ids: Iterable[uuid.UUID], reason: str) -> 
     """Stop every unfinished delivery of the subscriptions (unsubscribed, expired, notify
     interface replaced), in one statement. A send already in flight still completes, but its
     outcome is not recorded over the cancellation and it is never retried; one claimed when
-    written but not yet published is not sent (services.py `deliveries_send_claimed`). Returns how many
-    were cancelled."""
+    written but not yet published is not sent (services.py `deliveries_send_claimed`).
+    Returns how many were cancelled."""
     return NotificationDelivery.objects.filter(
         subscription_id__in=list(subscription_ids), status__in=(Status.PENDING, Status.SENDING)
     ).update(status=Status.CANCELLED, last_error=reason, updated_at=timezone.now())
