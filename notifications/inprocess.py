@@ -24,8 +24,6 @@ MQTT_THREADS = 2
 _lock = threading.Lock()
 _pools: dict[str, ThreadPoolExecutor] = {}
 _queued: set[uuid.UUID] = set()
-# Every MQTT pool this process made: their threads keep database connections.
-_mqtt_pools: list[ThreadPoolExecutor] = []
 
 
 def in_process_submit(delivery_ids: list[uuid.UUID], *, http: bool) -> None:
@@ -39,7 +37,7 @@ def in_process_submit(delivery_ids: list[uuid.UUID], *, http: bool) -> None:
     if not batch:
         return
     try:
-        pool.submit(_sending, batch, not http)
+        pool.submit(_sending, batch)
     except RuntimeError:
         # The process is exiting (a gunicorn worker's interpreter shutdown stops the pools):
         # the rows stay due in the outbox, and the sweeper of a live process sends them.
@@ -63,8 +61,7 @@ def in_process_send_claimed(deliveries: list, send: Callable[[list], None]) -> N
         _queued.update(delivery.id for delivery in deliveries)
         pool = _pool("mqtt")
     try:
-        pool.submit(_send_logged, send, deliveries, [delivery.id for delivery in deliveries],
-                    True)
+        pool.submit(_send_logged, send, deliveries, [delivery.id for delivery in deliveries])
     except RuntimeError:
         with _lock:
             _queued.difference_update(delivery.id for delivery in deliveries)
@@ -75,47 +72,16 @@ def _pool(transport: str) -> ThreadPoolExecutor:
     if transport not in _pools:
         threads = settings.NOTIFY_HTTP_CONCURRENCY if transport == "http" else MQTT_THREADS
         _pools[transport] = ThreadPoolExecutor(threads, thread_name_prefix=f"notify-{transport}")
-        if transport == "mqtt":
-            _mqtt_pools.append(_pools[transport])
     return _pools[transport]
 
 
-def in_process_connections_close(timeout: float = 10.0) -> None:
-    """Have each thread of the MQTT pool close the database connection it keeps (before
-    the database goes: the test session's end). Each thread takes one of the jobs and waits
-    for the others, so that every thread gets one."""
-    with _lock:
-        pools = list(_mqtt_pools)
-    for pool in pools:
-        together = threading.Barrier(MQTT_THREADS)
-
-        def close(together: threading.Barrier = together) -> None:
-            connection.close()
-            try:
-                together.wait(timeout)
-            except threading.BrokenBarrierError:
-                pass
-
-        try:
-            jobs = [pool.submit(close) for _ in range(MQTT_THREADS)]
-        except RuntimeError:  # shut down: its threads have ended
-            continue
-        for job in jobs:
-            job.result(timeout)
-
-
-def _sending(delivery_ids: list[uuid.UUID], keep_connection: bool) -> None:
+def _sending(delivery_ids: list[uuid.UUID]) -> None:
     from notifications.services import deliveries_send
 
-    _send_logged(deliveries_send, delivery_ids, delivery_ids, keep_connection)
+    _send_logged(deliveries_send, delivery_ids, delivery_ids)
 
 
-def _send_logged(send, argument, delivery_ids: list[uuid.UUID],
-                 keep_connection: bool) -> None:
-    """`send(argument)`, logged when it fails. The thread's database connection is closed
-    afterwards, or with `keep_connection` (the MQTT pool's two threads: a connection to
-    PostgreSQL took 11.6 ms, a twelfth of a change's way to its subscribers) kept as a
-    request keeps one: CONN_MAX_AGE, health-checked before its next use."""
+def _send_logged(send, argument, delivery_ids: list[uuid.UUID]) -> None:
     try:
         send(argument)
     except Exception:  # noqa: BLE001 - the rows stay unsent; the sweeper offers them again
@@ -124,7 +90,4 @@ def _send_logged(send, argument, delivery_ids: list[uuid.UUID],
     finally:
         with _lock:
             _queued.difference_update(delivery_ids)
-        if keep_connection:  # this pool thread's own connection
-            connection.close_if_unusable_or_obsolete()
-        else:
-            connection.close()
+        connection.close()  # this pool thread's own connection
