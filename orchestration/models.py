@@ -137,3 +137,18 @@ class SnapshotChange(models.Model):
 
     def __str__(self) -> str:
         return f"change {self.pk}: {self.consumer or self.service_instance_id or 'everything'}"
+
+
+class BulkChangeConsumer(models.Model):
+    """A consumer whose rules a bulk write changed (database/bulk_write.py): the one change
+    such a write records in the feed (`change_id`, a `SnapshotChange` meaning everything)
+    lists them here, written by the same triggers, so that a pull snapshot reads again only
+    their rules and answers every other consumer from memory meanwhile
+    (orchestration/snapshot/state.py). Pruned with the change."""
+
+    pk = models.CompositePrimaryKey("change_id", "consumer")
+    change_id = models.BigIntegerField()
+    consumer = models.CharField(max_length=63)
+
+    def __str__(self) -> str:
+        return f"change {self.change_id}: {self.consumer}"

@@ -6,7 +6,8 @@ Triggers (orchestration/migrations/sql/) on the rule, instance, interface, reser
 polled ServiceRegistry instance tables write `SnapshotChange` rows in the changing
 transaction, whatever wrote (API, admin, import commands, tasks, raw SQL): one row per
 consumer whose rules changed, one per instance whose catalog entry, interfaces or reservation
-changed, one without either for a TRUNCATE (everything). An interface update that only
+changed, one without either for a TRUNCATE or a bulk write (everything; a bulk write lists the
+consumers whose rules it changed beside it, `bulk_consumers`). An interface update that only
 records a latency measurement is not a change of what pull offers.
 
 Reading in order (`changes_since`, the one reader). A reader remembers its position in the
@@ -30,12 +31,13 @@ from dataclasses import dataclass
 from django.db import connection
 from django.utils import timezone
 
-from database.statements import prepared_rows
-from orchestration.models import SnapshotChange
+from database.statements import placeholders, prepared_rows
+from orchestration.models import BulkChangeConsumer, SnapshotChange
 
 CHANGE_KEEP_SECONDS = 600
 
 CHANGES = SnapshotChange._meta.db_table
+BULK_CONSUMERS = BulkChangeConsumer._meta.db_table
 # A position not read for this long may have lost rows to pruning.
 TRUSTED_SECONDS = CHANGE_KEEP_SECONDS / 2
 # How much earlier than asked a timer may fire and still find a burst settled.
@@ -136,6 +138,20 @@ def _in_progress(snapshot: str) -> tuple[int, ...]:
     return tuple(sorted(int(xid) for xid in listed.split(","))) if listed else ()
 
 
+def bulk_consumers(changes: list[Change]) -> set[str] | None:
+    """The consumers whose rules the bulk writes among `changes` (their changes meaning
+    everything) changed, as those writes listed them (orchestration.models.BulkChangeConsumer);
+    None when one of the changes lists none: it means everything (a TRUNCATE)."""
+    ids = [change.id for change in changes if change.everything]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT change_id, consumer FROM {BULK_CONSUMERS} "
+                       f"WHERE change_id IN ({placeholders(len(ids))})", ids)
+        rows = cursor.fetchall()
+    if {change_id for change_id, _ in rows} != set(ids):
+        return None
+    return {consumer for _, consumer in rows}
+
+
 def changes_settling(after_id: int, *, quiet: float, max_delay: float) -> float:
     """How long the changes committed with ids above `after_id` are still a burst going on:
     until the newest is `quiet` seconds old, but not after the oldest is `max_delay` seconds
@@ -163,6 +179,8 @@ def changes_prune(*, now: dt.datetime | None = None) -> int:
     SnapshotChange.objects.filter(seen_at__isnull=True).update(seen_at=now)
     deleted, _ = SnapshotChange.objects.filter(
         seen_at__lt=now - dt.timedelta(seconds=CHANGE_KEEP_SECONDS)).delete()
+    BulkChangeConsumer.objects.exclude(
+        change_id__in=SnapshotChange.objects.values("id")).delete()
     if connection.vendor == "postgresql":
         # Fresh statistics keep the feed query on its index even where autovacuum is off.
         with connection.cursor() as cursor:

@@ -68,18 +68,28 @@ def _rows(sql: str, column: str, keys: Iterable[str | int] | None) -> Iterator[t
             yield from cursor.fetchall()
 
 
-def load_rules(consumers: Iterable[str] | None = None) -> dict[str, ConsumerRules]:
+class RecordSharing:
+    """The records of the loads given it, shared between them (see `load_rules`)."""
+
+    def __init__(self) -> None:
+        self.rules: dict[tuple[str, str, int], PullRule] = {}
+        self.groups: dict[tuple[PullRule, ...], tuple[PullRule, ...]] = {}
+
+
+def load_rules(consumers: Iterable[str] | None = None,
+               sharing: RecordSharing | None = None) -> dict[str, ConsumerRules]:
     """The rules of `consumers` (None: of everybody) by consumer and service definition;
     consumers without rules are absent.
 
-    Records are immutable and shared within a load: consumers whose rules point at the same
-    instance with the same priority hold one PullRule, and those with the same rules for a
-    definition one tuple (a plant's consumers mostly share their providers;
-    docs/performance.md, "The snapshot's memory"). Rules loaded after a change get their own
-    until the next full load."""
+    Records are immutable and shared within a load (and between the loads given the same
+    `sharing`): consumers whose rules point at the same instance with the same priority hold
+    one PullRule, and those with the same rules for a definition one tuple (a plant's
+    consumers mostly share their providers; docs/performance.md, "The snapshot's memory").
+    Rules loaded after a change get their own until the next full load."""
     grouped: dict[str, dict[str, list[PullRule]]] = {}
     intern = sys.intern  # a million rules share a few thousand instance ids and names
-    records: dict[tuple[str, str, int], PullRule] = {}
+    sharing = sharing or RecordSharing()
+    records = sharing.rules
     for consumer, instance_id, definition, priority in _rows(
             f"SELECT consumer, service_instance_id, service_definition, priority FROM {RULES} "
             "WHERE {keys}", "consumer", consumers):
@@ -89,7 +99,7 @@ def load_rules(consumers: Iterable[str] | None = None) -> dict[str, ConsumerRule
                 intern(instance_id), intern(definition), priority)
         grouped.setdefault(intern(consumer), {}).setdefault(rule.service_definition,
                                                             []).append(rule)
-    shared: dict[tuple[PullRule, ...], tuple[PullRule, ...]] = {}
+    shared = sharing.groups
     return {consumer: {definition: shared.setdefault(ordered, ordered)
                        for definition, rules in by_definition.items()
                        if (ordered := tuple(sorted(rules, key=lambda rule: rule.priority)))}

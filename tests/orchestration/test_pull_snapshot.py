@@ -12,6 +12,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from database.bulk_write import bulk_write_declare
 from orchestration.models import OrchestrationLock, SnapshotChange
 from orchestration.pull.normalization import parse_orchestration_request
 from orchestration.pull.services import orchestrate_preview, orchestrate_unrecorded
@@ -338,6 +339,86 @@ class BusyLoadingTests:
         assert snapshot.load()
         assert seen == [snapshot_module.BUSY_SWITCH_INTERVAL]
         assert snapshot_module.sys.getswitchinterval() == before
+
+
+def bulk_write(*specs: tuple[str, str, int]) -> None:
+    """Rules written by one transaction declared a bulk write (an import's way)."""
+    with transaction.atomic():
+        bulk_write_declare()
+        make_rules(*specs)
+
+
+class BulkChangeTests:
+    """A bulk write's consumers are read again in the background; every other consumer is
+    answered from memory meanwhile (issue 34, goal 3)."""
+
+    @pytest.fixture
+    def held(self, monkeypatch):
+        """The background thread's reading of a batch of stale consumers waits for `release`
+        (and runs what `meanwhile` holds then, once, before it returns what it read)."""
+        real, reading = snapshot_module.load_rules, threading.Event()
+        release, meanwhile = threading.Event(), []
+
+        def load_rules(consumers=None, sharing=None):
+            if threading.current_thread().name != "pull-snapshot" or consumers is None:
+                return real(consumers, sharing)
+            rules = real(consumers, sharing)
+            reading.set()
+            release.wait(20)
+            while meanwhile:
+                meanwhile.pop(0)()
+            return rules
+
+        monkeypatch.setattr(snapshot_module, "load_rules", load_rules)
+        return reading, release, meanwhile
+
+    def test_others_are_answered_from_memory_while_the_stale_are_read_again(self, api,
+                                                                           snapshot, held):
+        reading, release, _ = held
+        make_rules(("Car", THERMO, 1), ("Bulk1", OTHER, 1))
+        loaded(snapshot)
+        bulk_write(("Bulk1", THERMO, 2), ("Bulk2", THERMO, 1))
+        ids, sqls = pulled(api)  # hands the bulk change to the background thread
+        assert ids == [THERMO]
+        assert reading.wait(10)
+        assert snapshot._data.stale == {"Bulk1", "Bulk2"}
+        ids, sqls = pulled(api)
+        assert ids == [THERMO] and not read_tables(sqls)
+        ids, sqls = pulled(api, "Bulk1")
+        assert ids == [OTHER, THERMO] and read_tables(sqls)  # from the database meanwhile
+        release.set()
+        assert wait_until(lambda: not snapshot._data.stale, timeout=10)
+        ids, sqls = pulled(api, "Bulk2")
+        assert ids == [THERMO] and not read_tables(sqls)
+        ids, sqls = pulled(api, "Bulk1")
+        assert ids == [OTHER, THERMO] and not read_tables(sqls)
+
+    def test_a_consumer_changed_while_its_batch_is_read_stays_stale(self, api, snapshot,
+                                                                    held):
+        reading, release, meanwhile = held
+        loaded(snapshot)
+        bulk_write(("Bulk1", THERMO, 1), ("Bulk2", THERMO, 1))
+        # Committed after the batch was read, applied before it is installed.
+        meanwhile.append(lambda: (make_rules(("Bulk1", OTHER, 2)), snapshot.view()))
+        pulled(api)
+        assert reading.wait(10)
+        release.set()
+        assert wait_until(lambda: snapshot._data.stale == {"Bulk1"}
+                          or not snapshot._data.stale, timeout=10)
+        assert wait_until(lambda: not snapshot._data.stale, timeout=10)  # the next batch
+        ids, sqls = pulled(api, "Bulk1")
+        assert ids == [THERMO, OTHER] and not read_tables(sqls)
+
+    def test_a_truncate_among_the_changes_still_loads_everything(self, api, snapshot):
+        make_rules(("Car", THERMO, 1))
+        loaded(snapshot)
+        bulk_write(("Bulk1", THERMO, 1))
+        with connection.cursor() as cursor:
+            cursor.execute(f"TRUNCATE {Rule._meta.db_table}")
+        assert wait_until(lambda: snapshot._data is None or snapshot._data.rule_count == 0,
+                          timeout=10)
+        ids, _ = pulled(api)
+        assert ids == []
 
 
 class EquivalenceTests:

@@ -1,19 +1,23 @@
 """Bulk rule writes (database/bulk_write.py): a transaction that declares itself one records
 a single change meaning everything in the feed, not a row per consumer (issue 34: the
-uncommitted rows of a long import slowed every pull's read of the feed), and an import of
-rules for many consumers declares itself one. The readers then load and evaluate
-everything."""
+uncommitted rows of a long import slowed every pull's read of the feed) and lists the
+consumers whose rules it changed beside it, and an import of rules for many consumers declares
+itself one. The pull snapshots then read those consumers' rules again; the subscriptions
+evaluate everything."""
+import datetime as dt
 import io
 import json
 
 import pytest
 from django.core.management import call_command
 from django.db import transaction
+from django.utils import timezone
 
 from database.bulk_write import bulk_write_declare
-from orchestration.models import SnapshotChange
-from orchestration.snapshot.changes import changes_since, feed_start
+from orchestration.models import BulkChangeConsumer, SnapshotChange
+from orchestration.snapshot.changes import changes_prune, changes_since, feed_start
 from orchestration.snapshot.state import pull_snapshot
+from store.models import Rule
 from tests.factories import make_instances, make_rules
 from tests.orchestration.helpers import instance_ids, pull
 from tests.store.helpers import entry, instance_body
@@ -36,6 +40,29 @@ class BulkWriteTests:
             make_rules(("C1", A, 1), ("C2", A, 1))
             make_rules(("C3", A, 2))  # another statement: still the one change
         assert feed() == [(None, None)]
+
+    def test_it_lists_the_consumers_whose_rules_it_created_changed_or_removed(self):
+        rules = make_rules(("Old", A, 1), ("Moved", A, 1), ("Kept", A, 1))
+        SnapshotChange.objects.all().delete()
+        with transaction.atomic():
+            bulk_write_declare()
+            make_rules(("New1", A, 1), ("New2", A, 2))
+            rules[0].delete()
+            Rule.objects.filter(consumer="Moved").update(consumer="Moved2")
+        [change] = SnapshotChange.objects.all()
+        assert sorted(BulkChangeConsumer.objects.filter(change_id=change.pk).values_list(
+            "consumer", flat=True)) == ["Moved", "Moved2", "New1", "New2", "Old"]
+
+    def test_the_list_is_pruned_with_its_change(self):
+        SnapshotChange.objects.all().delete()
+        with transaction.atomic():
+            bulk_write_declare()
+            make_rules(("C1", A, 1))
+        assert BulkChangeConsumer.objects.count() == 1
+        SnapshotChange.objects.update(seen_at=timezone.now() - dt.timedelta(hours=1))
+        changes_prune()
+        assert not SnapshotChange.objects.exists()
+        assert not BulkChangeConsumer.objects.exists()
 
     @pytest.mark.django_db(transaction=True)  # a transaction of its own, not a savepoint
     def test_the_declaration_ends_with_its_transaction(self):
