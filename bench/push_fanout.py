@@ -425,7 +425,7 @@ def flush_redis(url: str) -> None:
 
 QUEUED_WORK = """SELECT (SELECT count(*) FROM orchestration_snapshotchange WHERE id > COALESCE(
                             (SELECT max(last_id) FROM subscriptions_feedcursor), 0)),
-                        (SELECT count(*) FROM subscriptions_subscription WHERE needs_evaluation),
+                        (SELECT count(*) FROM subscriptions_evaluationflag),
                         (SELECT count(*) FROM notifications_notificationdelivery
                           WHERE status IN ('PENDING', 'SENDING'))"""
 

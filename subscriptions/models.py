@@ -27,11 +27,7 @@ class Subscription(models.Model):
     notify_properties = models.JSONField(default=dict)
     duration = models.PositiveIntegerField(null=True, blank=True, help_text="Seconds.")
     expires_at = models.DateTimeField(null=True, blank=True)
-    # Set when a change in the feed concerns the target: the change-processing task flags the
-    # subscriptions and moves its `FeedCursor` past the change in one transaction. Cleared in
-    # the transaction that evaluated the subscription (and queued a notification if the
-    # result changed). See subscriptions/services/__init__.py, steps 2 and 3.
-    needs_evaluation = models.BooleanField(default=False)
+    # Whether it awaits evaluation is an `EvaluationFlag` row, not a column: see there.
     last_fingerprint = models.CharField(max_length=64, blank=True, editable=False)
     last_pushed_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(editable=False)
@@ -43,8 +39,6 @@ class Subscription(models.Model):
             models.Index(fields=["owner"], name="subscription_owner"),
             models.Index(fields=["created_at"], name="subscription_created_at"),
             models.Index(fields=["expires_at"], name="subscription_expires_at"),
-            models.Index(fields=["needs_evaluation"], name="subscription_needs_evaluation",
-                         condition=models.Q(needs_evaluation=True)),
             # Who uses a notify topic (subscriptions/notify_topics.py), read by every MQTT
             # subscribe and every answer of the MQTT interface.
             models.Index(KeyTransform("topic", "notify_properties"),
@@ -55,6 +49,28 @@ class Subscription(models.Model):
     def __str__(self) -> str:
         return (f"{self.owner}→{self.target} {self.service_definition or '*'} → "
                 f"{self.notify_protocol}")
+
+
+class EvaluationFlag(models.Model):
+    """A subscription awaiting evaluation: a change in the feed concerns its target, or it
+    was just written (subscriptions/services/flagging.py). Set by the change-processing
+    round, which moves its `FeedCursor` past the change in the same transaction; cleared by
+    the transaction that evaluated the subscription (and queued a notification if the
+    result changed). See subscriptions/services/__init__.py, steps 2 and 3.
+
+    A table of its own rather than a column of `Subscription`: flagging is an INSERT of one
+    narrow row and clearing a DELETE, and the UPDATE that records a pushed result sets no
+    indexed column of the subscription, so PostgreSQL can make it a HOT update (no new entry
+    in each of the subscription's indexes: docs/decisions.md, "Evaluation flags").
+
+    No foreign key in the database: its check of each flag costs as much as the INSERT
+    (docs/decisions.md). A flag never outlives its subscription anyway: every writer of a
+    flag holds its subscription's row lock, and deleting a subscription deletes its flag
+    (`CASCADE`, done by Django)."""
+
+    subscription = models.OneToOneField(Subscription, primary_key=True,
+                                        on_delete=models.CASCADE, db_constraint=False,
+                                        related_name="evaluation_flag")
 
 
 class FeedCursor(models.Model):

@@ -10,7 +10,8 @@ and "Delivery"):
    (orchestration/snapshot/changes.py); `subscriptions.process_changes` runs every 2 s, and
    the store's services nudge it after their commit (store/services/nudge.py).
 2. `changes_process()` (evaluation.py) flags the subscriptions of the consumers concerned
-   (`needs_evaluation`) and moves their `FeedCursor`, in one transaction.
+   (an `EvaluationFlag` row each, services/flagging.py) and moves their `FeedCursor`, in
+   one transaction.
 3. `subscriptions_evaluate_flagged()` evaluates them in batches (`subscriptions_evaluate`) and,
    for each changed result, writes the PUSH job, the notification (`notifications.outbox`
    `deliveries_create`) and the new result, in bulk.

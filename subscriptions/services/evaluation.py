@@ -35,7 +35,8 @@ from orchestration.snapshot.changes import (
 from orchestration.snapshot.state import snapshot_in_transaction
 from serviceregistry.polling import instances_refresh
 from store.models import Rule
-from subscriptions.models import FeedCursor, Subscription
+from subscriptions.models import EvaluationFlag, FeedCursor, Subscription
+from subscriptions.services.flagging import flags_clear, flags_set
 from subscriptions.services.pushing import (
     Rendering,
     pushes_record,
@@ -63,9 +64,10 @@ def changes_wait_seconds() -> float:
 
 
 def changes_process() -> int:
-    """Turn the changes in the feed since the subscriptions' cursor into `needs_evaluation`
-    flags (one transaction), then evaluate every flagged subscription once. Returns how many
-    pushes were queued. The task waits for a burst to end first (`changes_wait_seconds`)."""
+    """Turn the changes in the feed since the subscriptions' cursor into evaluation flags
+    (models.py `EvaluationFlag`, one transaction), then evaluate every flagged subscription
+    once. Returns how many pushes were queued. The task waits for a burst to end first
+    (`changes_wait_seconds`)."""
     return subscriptions_evaluate_flagged(helpers=_changes_flag())
 
 
@@ -100,12 +102,9 @@ def _changes_flag_locked() -> None:
         due = Subscription.objects.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
     else:
         due = Subscription.objects.filter(_concerned(changes))
-    # One statement, whose subquery locks the rows in id order first: an UPDATE alone locks
-    # them in whatever order its plan reads them, which two concurrent rounds need not
-    # share. (It was a SELECT of the ids and an UPDATE per 500: 11 s of a 100 000 fan-out.)
-    Subscription.objects.filter(
-        pk__in=due.select_for_update().order_by("pk").values("pk")
-    ).update(needs_evaluation=True)
+    # One statement, which locks the rows in id order before inserting their flags: the
+    # lock is what makes a round wait for an evaluation holding them (flagging.py).
+    flags_set(due)
     cursor.last_id, cursor.running, cursor.read_at = after.last_id, list(after.running), now
     cursor.save()
 
@@ -160,8 +159,8 @@ def subscriptions_evaluate_flagged(*, share: tuple[int, int] | None = None,
     again). Each looks the instances up again in the ServiceRegistry (its answers are cached
     per process); a helper asks for no helpers itself."""
     pushed = 0
-    flagged = list(Subscription.objects.filter(needs_evaluation=True).order_by("pk")
-                   .values_list("id", "target"))
+    flagged = list(EvaluationFlag.objects.order_by("pk")
+                   .values_list("subscription_id", "subscription__target"))
     try:
         if flagged and settings.SERVICE_REGISTRY_URL:  # helpers too: the cache is per process
             instances_refresh({target for _, target in flagged})
@@ -224,7 +223,13 @@ def subscriptions_evaluate(ids: Sequence[uuid.UUID], *, force: bool = False,
     of them: lock them, preview each, and for the results that changed since they were last
     pushed (every result, when forced) write the PUSH jobs, the notifications and what was
     pushed in bulk. Expired or removed subscriptions are never notified. Unless forced, only
-    flagged ones are evaluated, and a row another round holds is left to it.
+    flagged ones are evaluated, and a row another round holds is left to it. The flags of
+    those evaluated are cleared at the end, but for those that failed or expired.
+
+    Each flagged subscription is evaluated once by concurrent participants: the batch locks
+    the subscriptions with their flags, skipping the rows another holds; a flag that another
+    participant's committed evaluation deleted after this statement's snapshot can no longer
+    be locked, so its subscription is left out (as the flag column's new value was).
 
     A preview whose committed run would differ (reservations, tokens) is pushed from that
     run (pushing.py `subscription_push_queue`), each in a savepoint, so that one failing
@@ -232,7 +237,8 @@ def subscriptions_evaluate(ids: Sequence[uuid.UUID], *, force: bool = False,
 
     Outside a caller's transaction the previews read the pull snapshot: this transaction
     has written nothing it holds when they run, and it has locked the subscriptions first,
-    so a change flagged after the previews waits for the commit and flags them again.
+    so a change flagged after the previews waits for the commit and flags them again
+    (flagging.py).
 
     `send_here` (the rounds of `subscriptions_evaluate_flagged`, which run in workers or in
     the in-process scheduler): a batch's few MQTT notifications are sent by this process
@@ -242,10 +248,7 @@ def subscriptions_evaluate(ids: Sequence[uuid.UUID], *, force: bool = False,
     evaluation, changed, unchanged, committed = Evaluation(), [], [], []
     rendering, requests = Rendering(), _Requests()
     with transaction.atomic():
-        rows = Subscription.objects.select_for_update(skip_locked=not force).filter(
-            id__in=list(ids))
-        subscriptions = list((rows if force else rows.filter(needs_evaluation=True))
-                             .order_by("pk").only(*_EVALUATED_FIELDS))
+        subscriptions = _locked(ids, force)
         with snapshot_in_transaction(from_snapshot):
             for subscription in subscriptions:
                 if subscription.expires_at is not None and subscription.expires_at <= now:
@@ -265,7 +268,6 @@ def subscriptions_evaluate(ids: Sequence[uuid.UUID], *, force: bool = False,
                 else:
                     subscription.last_fingerprint = printed
                     changed.append(_Push(subscription, len(preview.results), response))
-        Subscription.objects.filter(pk__in=unchanged).update(needs_evaluation=False)
         if changed:
             _pushes_queue(changed, now=now, send_here=send_here)
         for subscription in committed:
@@ -276,9 +278,22 @@ def subscriptions_evaluate(ids: Sequence[uuid.UUID], *, force: bool = False,
                 if is_conflict(error):
                     raise  # the whole transaction is retried
                 _failed(evaluation, subscription.id, error)
+        # One DELETE for the batch (the committed ones' pushes cleared their own).
+        flags_clear(unchanged + [push.subscription.pk for push in changed])
     evaluation.pushed = len(changed) + len([s for s in committed
                                             if s.id not in evaluation.failed])
     return evaluation
+
+
+def _locked(ids: Sequence[uuid.UUID], force: bool) -> list[Subscription]:
+    """The subscriptions of `ids` this transaction locks, in id order: unless forced, those
+    flagged and not held by another, their flags locked too (see `subscriptions_evaluate`)."""
+    rows = Subscription.objects.filter(id__in=list(ids)).order_by("pk")
+    if force:
+        return list(rows.select_for_update().only(*_EVALUATED_FIELDS))
+    return list(rows.filter(evaluation_flag__isnull=False).select_related("evaluation_flag")
+                .select_for_update(skip_locked=True, of=("self", "evaluation_flag"))
+                .only(*_EVALUATED_FIELDS, "evaluation_flag"))
 
 
 class _Requests:

@@ -18,6 +18,7 @@ from orchestration.pull.serializers import orchestration_response_data
 from orchestration.pull.services import orchestrate_recorded
 from orchestration.pull.types import OrchestrationResult
 from subscriptions.models import Subscription
+from subscriptions.services.flagging import flags_clear
 
 
 def fingerprint(result: OrchestrationResult) -> str:
@@ -77,25 +78,27 @@ def subscription_push_queue(subscription: Subscription, *, now: dt.datetime,
     result = orchestrate_recorded(job, request)
     subscription.last_fingerprint, response = Rendering()(result)
     pushes_record([(subscription, response)], now=now)
+    flags_clear([subscription.pk])  # its locked row: see flagging.py
 
 
 def pushes_record(pushes: list[tuple[Subscription, dict]], *, now: dt.datetime,
                   send_here: bool = False) -> None:
     """Queue the notification of each (subscription, response data) in the caller's
     transaction (superseding the subscription's pending one), and record what was pushed:
-    each subscription's `last_fingerprint` (set by the caller) and `now`, no longer flagged.
-    One UPDATE per distinct result (a change usually gives many subscribers the same one):
-    Django's bulk_update builds a CASE per row in Python, which cost a quarter of a
-    worker's time in the fan-out's profile (docs/performance.md). `send_here`: the
-    notifications may be sent by this process right after the commit (outbox.py
-    `deliveries_create`)."""
+    each subscription's `last_fingerprint` (set by the caller) and `now` (its flag is the
+    caller's to clear: flagging.py). Those columns are in no index, so that the UPDATE can
+    be HOT (docs/decisions.md, "Evaluation flags"). One UPDATE per distinct result (a
+    change usually gives many subscribers the same one): Django's bulk_update builds a
+    CASE per row in Python, which cost a quarter of a worker's time in the fan-out's
+    profile (docs/performance.md). `send_here`: the notifications may be sent by this
+    process right after the commit (outbox.py `deliveries_create`)."""
     deliveries_create([Notification(s.id, s.notify_protocol, s.notify_properties,
                                     push_message(s, response), s.expires_at, s.target)
                        for s, response in pushes], send_here=send_here)
     by_fingerprint: dict[str, list] = defaultdict(list)
     for subscription, _ in pushes:
-        subscription.last_pushed_at, subscription.needs_evaluation = now, False
+        subscription.last_pushed_at = now
         by_fingerprint[subscription.last_fingerprint].append(subscription.pk)
     for printed, ids in by_fingerprint.items():
         Subscription.objects.filter(pk__in=ids).update(
-            last_fingerprint=printed, last_pushed_at=now, needs_evaluation=False)
+            last_fingerprint=printed, last_pushed_at=now)

@@ -35,6 +35,7 @@ from subscriptions.selectors import (
     topic_users_read,
     topic_users_statement,
 )
+from subscriptions.services.flagging import flags_set_statement
 from subscriptions.services.pushing import fingerprint, subscription_push_queue
 
 logger = logging.getLogger(__name__)
@@ -51,7 +52,6 @@ def _apply(subscription: Subscription, subscribe: SubscribeRequest, now: dt.date
     subscription.expires_at = (now + dt.timedelta(seconds=subscribe.duration)
                                if subscribe.duration else None)
     subscription.last_fingerprint = baseline
-    subscription.needs_evaluation = True  # see subscription_baseline
     subscription.updated_at = now
 
 
@@ -99,7 +99,7 @@ def subscription_upsert(*, requester: str, subscribe: SubscribeRequest,
 
 # What overwriting a subscription changes (`_apply`); its identity, creation and last push stay.
 _OVERWRITTEN = ("orchestration_request", "notify_protocol", "notify_properties", "duration",
-                "expires_at", "last_fingerprint", "needs_evaluation", "updated_at")
+                "expires_at", "last_fingerprint", "updated_at")
 
 
 @retry_on_conflict
@@ -136,9 +136,11 @@ def subscriptions_upsert(*, owner: str, subscribes: Sequence[SubscribeRequest],
     statements = [subscriptions_locked_statement(keys),
                   topic_users_statement(topics, [s.target for s in subscribes]),
                   model_rows_upsert(written, unique="identity_key", update=_OVERWRITTEN)]
+    if not trigger:  # written flagged (see subscription_baseline); a push clears the flag
+        statements.append(flags_set_statement(keys))
     with transaction.atomic():
-        *_, locked_rows, user_rows, _ = statements_rows([locks, *statements] if locks
-                                                        else statements)
+        rows = statements_rows([locks, *statements] if locks else statements)
+        locked_rows, user_rows = rows[1:3] if locks else rows[:2]
         existing = {s.identity_key: s for s in subscriptions_locked(locked_rows)}
         users, counts = topic_users_read(user_rows)
         notify_topics_check(topics, users)

@@ -30,6 +30,7 @@ from tests.ports import reserved_port
 from tests.pull_sources import database_only
 from tests.store.helpers import http_interface, instance_body
 from tests.subscriptions.helpers import (
+    is_flagged,
     PUSH_TRIGGER,
     feed_skip,
     mqtt_notify,
@@ -361,12 +362,12 @@ class PushTests:
         make_rules((CONSUMER, TWO, 2))
         ca.fail_with = 503
         assert changes_process() == 0
-        assert Subscription.objects.get().needs_evaluation
+        assert is_flagged(Subscription.objects.get())
         assert not NotificationDelivery.objects.exists()
         assert len(generate_calls(ca)) == 1  # the failed push; the preview asks nothing
         ca.fail_with = None
         assert changes_process() == 1
-        assert not Subscription.objects.get().needs_evaluation
+        assert not is_flagged(Subscription.objects.get())
         [delivery] = NotificationDelivery.objects.all()
         assert [set(r["authorizationTokens"][TIME]) for r in
                 delivery.payload["payload"]["results"]] == [{SERVICE}, {SERVICE}]

@@ -23,7 +23,14 @@ from tests.ports import reserved_port
 from tests.pull_sources import database_only
 from tests.factories import make_instances, make_rules
 from tests.store.helpers import http_interface, instance_body
-from tests.subscriptions.helpers import feed_skip, mqtt_notify, subscribe, subscription_body
+from tests.subscriptions.helpers import (
+    feed_skip,
+    flags_set_all,
+    is_flagged,
+    mqtt_notify,
+    subscribe,
+    subscription_body,
+)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("pull_source")]
 
@@ -239,7 +246,7 @@ class SubscriptionEvaluationTests:
         the cache nothing would differ from what was pushed, and nothing would go out)."""
         settings.SERVICE_REGISTRY_CACHE_SECONDS = 3600
         registry.put_instance(ONE, interfaces=[sr_http()], metadata={"v": 2})
-        Subscription.objects.update(needs_evaluation=True)
+        flags_set_all()
         assert subscriptions_evaluate_flagged() == 1
         latest = NotificationDelivery.objects.order_by("-created_at").first()
         assert latest.payload["payload"]["results"][0]["metadata"] == {"v": 2}
@@ -250,11 +257,11 @@ class SubscriptionEvaluationTests:
         registry.fail_with = 503
         make_rules(("CarConsumer1", TWO, 2))
         assert changes_process() == 0
-        assert Subscription.objects.get().needs_evaluation
+        assert is_flagged(Subscription.objects.get())
         registry.fail_with = None
         registry.put_instance(TWO, interfaces=[sr_http()])
         assert changes_process() == 1
-        assert not Subscription.objects.get().needs_evaluation
+        assert not is_flagged(Subscription.objects.get())
         assert [[r["serviceInstanceId"] for r in d.payload["payload"]["results"]]
                 for d in NotificationDelivery.objects.order_by("created_at")] == [[ONE],
                                                                                  [ONE, TWO]]

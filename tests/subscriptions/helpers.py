@@ -1,7 +1,7 @@
 from django.utils import timezone
 
 from orchestration.snapshot.changes import Change, FeedPosition, changes_since, feed_start
-from subscriptions.models import FeedCursor, Subscription
+from subscriptions.models import EvaluationFlag, FeedCursor, Subscription
 from tests.helpers import as_system
 
 SUBSCRIBE = "/serviceorchestration/orchestration/subscribe"
@@ -50,6 +50,27 @@ def stored_subscriptions() -> list[tuple]:
     """Every stored subscription, to compare before and after a request."""
     return list(Subscription.objects.order_by("pk").values_list("pk", "owner", "target",
                                                                 "expires_at"))
+
+
+def flagged_subscriptions():
+    """The subscriptions awaiting evaluation (an `EvaluationFlag` each)."""
+    return Subscription.objects.filter(evaluation_flag__isnull=False)
+
+
+def is_flagged(subscription: Subscription) -> bool:
+    return EvaluationFlag.objects.filter(pk=subscription.pk).exists()
+
+
+def flags_set_all(subscriptions=None) -> None:
+    """Flag every subscription (of the queryset `subscriptions`), as a round would."""
+    ids = (subscriptions or Subscription.objects.all()).values_list("pk", flat=True)
+    EvaluationFlag.objects.bulk_create([EvaluationFlag(subscription_id=pk) for pk in ids],
+                                       ignore_conflicts=True)
+
+
+def flags_clear_all() -> None:
+    """No subscription awaits evaluation (as if all were evaluated)."""
+    EvaluationFlag.objects.all().delete()
 
 
 def feed_skip() -> None:

@@ -20,6 +20,7 @@ from subscriptions.services.subscribing import subscriptions_remove_expired
 from tests.factories import make_instances, make_rules
 from tests.store.helpers import instance_body
 from tests.subscriptions.helpers import (
+    is_flagged,
     feed_skip,
     feed_unread,
     mqtt_notify,
@@ -54,7 +55,7 @@ class AutomaticPushTests:
         make_rules(("TemperatureConsumer", B, 2))
         assert changes_process() == 1
         assert pushed_results() == [[A], [A, B]]
-        assert not Subscription.objects.get().needs_evaluation
+        assert not is_flagged(Subscription.objects.get())
         assert not feed_unread()
 
     def test_it_pushes_after_priorities_change_and_rules_go(self, subscription):
@@ -131,7 +132,7 @@ class AutomaticPushTests:
         Subscription.objects.filter(owner="TemperatureConsumer").update(
             orchestration_request={"orchestrationFlags": {"BROKEN": True}})
         assert changes_process() == 1
-        assert Subscription.objects.get(owner="TemperatureConsumer").needs_evaluation
+        assert is_flagged(Subscription.objects.get(owner="TemperatureConsumer"))
 
 
 @pytest.mark.django_db(transaction=True)  # previews read the pull snapshot, as in production
@@ -157,7 +158,7 @@ class ResultAtSubscribeTests:
         self.quiet_subscribe(api)
         assert changes_process() == 0
         assert pushed_results() == []
-        assert not Subscription.objects.get().needs_evaluation
+        assert not is_flagged(Subscription.objects.get())
 
     def test_a_change_that_leaves_its_result_as_it_was_is_not_pushed(self, api, catalog):
         changes_process()

@@ -6,7 +6,7 @@ import threading
 from types import SimpleNamespace
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from notifications import handover
@@ -16,12 +16,20 @@ from orchestration.models import OrchestrationJob, OrchestrationLock
 from orchestration.snapshot import state as snapshot
 from orchestration.snapshot.state import pull_snapshot
 from subscriptions.services import evaluation
-from subscriptions.models import Subscription
+from subscriptions.models import EvaluationFlag, Subscription
 from subscriptions.services.evaluation import changes_process
-from tests.concurrency import Background
+from tests.concurrency import Background, lock_waiters, wait_until
 from tests.factories import make_instances, make_rules
 from tests.store.helpers import instance_body
-from tests.subscriptions.helpers import feed_skip, mqtt_notify, subscribe, subscription_body
+from tests.subscriptions.helpers import (
+    feed_skip,
+    flagged_subscriptions,
+    flags_set_all,
+    is_flagged,
+    mqtt_notify,
+    subscribe,
+    subscription_body,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -81,7 +89,7 @@ class BatchEvaluationTests:
         assert _metadata_pushed() == {f"Car{n}": {"v": 2} for n in range(30)}
         assert OrchestrationJob.objects.filter(type="PUSH", status="DONE",
                                                result_count=1).count() == 30 * 2
-        assert not Subscription.objects.filter(needs_evaluation=True).exists()
+        assert not flagged_subscriptions().exists()
 
         make_instances(instance_body("Shared", metadata={"v": 3}))
         Subscription.objects.filter(target__in=["Car0", "Car1"]).update(
@@ -136,7 +144,7 @@ class BatchEvaluationTests:
         make_rules(("Car0", "Other|pressureInfo|1.0.0", 1))  # not in Car0's result
         assert changes_process() == 0
         assert not NotificationDelivery.objects.exists()
-        assert not Subscription.objects.filter(needs_evaluation=True).exists()
+        assert not flagged_subscriptions().exists()
 
     def test_a_subscription_that_reserves_is_pushed_by_itself(self, subscribers, api):
         subscribers(3)
@@ -176,9 +184,86 @@ class BatchEvaluationTests:
         finally:
             release.set()
             holder.outcome()
-        assert Subscription.objects.get(pk=held.pk).needs_evaluation
+        assert is_flagged(held)
         assert changes_process() == 1
         assert _metadata_pushed() == {f"Car{n}": {"v": 2} for n in range(3)}
+
+
+class FlaggedDuringEvaluationTests:
+    """A round that flags subscriptions a batch is evaluating waits for the batch's commit
+    (which clears the flags it evaluated) and flags them again (flagging.py): a change
+    committed after the batch's previews is evaluated next, not lost."""
+
+    def test_a_change_flagged_after_the_previews_is_evaluated_after_the_batch(
+            self, subscribers, monkeypatch):
+        subscribers(2)
+        make_instances(instance_body("Shared", metadata={"v": 2}))
+        evaluation._changes_flag()
+        ids = list(flagged_subscriptions().order_by("pk").values_list("pk", flat=True))
+        assert len(ids) == 2
+        previewed, release = threading.Event(), threading.Event()
+        preview = evaluation.orchestrate_preview
+
+        def held_after_the_first(**kwargs):
+            result = preview(**kwargs)  # the batch's view: v 2
+            if not previewed.is_set():
+                previewed.set()
+                release.wait(30)
+            return result
+
+        monkeypatch.setattr(evaluation, "orchestrate_preview", held_after_the_first)
+        batch = Background(lambda: evaluation.subscriptions_evaluate(ids).pushed)
+        try:
+            assert previewed.wait(10)
+            make_instances(instance_body("Shared", metadata={"v": 3}))  # after the previews
+            flagging = Background(evaluation._changes_flag_locked)
+            assert wait_until(lambda: lock_waiters() > 0), "the round did not wait"
+        finally:
+            release.set()
+        assert batch.outcome() == 2  # what it previewed: v 2
+        assert flagging.outcome() is None
+        assert sorted(flagged_subscriptions().values_list("pk", flat=True)) == sorted(ids)
+        assert _metadata_pushed() == {f"Car{n}": {"v": 2} for n in range(2)}
+        NotificationDelivery.objects.all().delete()
+        assert evaluation.subscriptions_evaluate_flagged() == 2
+        assert _metadata_pushed() == {f"Car{n}": {"v": 3} for n in range(2)}
+        assert not flagged_subscriptions().exists()
+
+    @pytest.mark.parametrize("locked_too", [("self", "evaluation_flag"), ("self",)])
+    def test_a_flag_cleared_by_a_commit_after_a_lock_statement_began_is_not_taken(
+            self, subscribers, locked_too):
+        """What makes each flagged subscription evaluated once (`subscriptions_evaluate`
+        locks the flags with the subscriptions): a locking read whose snapshot still saw a
+        flag that another transaction's commit then deleted leaves the subscription out,
+        if it locks the flag too. (Here the read waits for that transaction; with SKIP
+        LOCKED it meets the row after the commit.) Locking only the subscription, which
+        an unchanged result leaves as it was, would evaluate it a second time."""
+        [subscription] = subscribers(1)
+        flags_set_all()
+        locked, release = threading.Event(), threading.Event()
+
+        def evaluate_and_clear() -> None:
+            with transaction.atomic():
+                list(Subscription.objects.select_for_update().filter(pk=subscription.pk))
+                locked.set()
+                release.wait(10)
+                EvaluationFlag.objects.filter(pk=subscription.pk).delete()
+
+        def lock_flagged() -> list:
+            with transaction.atomic():
+                return list(Subscription.objects.filter(
+                    pk=subscription.pk, evaluation_flag__isnull=False).select_related(
+                    "evaluation_flag").select_for_update(of=locked_too))
+
+        first = Background(evaluate_and_clear)
+        try:
+            assert locked.wait(10)
+            second = Background(lock_flagged)
+            assert wait_until(lambda: lock_waiters() > 0)
+        finally:
+            release.set()
+        assert first.outcome() is None
+        assert second.outcome() == ([] if "evaluation_flag" in locked_too else [subscription])
 
 
 class EvaluationHelpersTests:
@@ -199,7 +284,8 @@ class EvaluationHelpersTests:
         assert asked == [("subscriptions.evaluate_flagged", [1, 3]),
                          ("subscriptions.evaluate_flagged", [2, 3])]
         assert evaluation.subscriptions_evaluate_flagged(share=(1, 3)) == 0  # nothing left
-        Subscription.objects.update(needs_evaluation=True, last_fingerprint="")
+        Subscription.objects.update(last_fingerprint="")
+        flags_set_all()
         asked.clear()
         assert changes_process() == 5  # no new change: it joins, and asks nobody
         assert asked == []
@@ -230,4 +316,4 @@ class EvaluationHelpersTests:
         assert sum(helper.outcome() for helper in helpers) == 8
         assert NotificationDelivery.objects.count() == 8  # one push each
         assert _metadata_pushed() == {f"Car{n}": {"v": 2} for n in range(8)}
-        assert not Subscription.objects.filter(needs_evaluation=True).exists()
+        assert not flagged_subscriptions().exists()

@@ -16,7 +16,14 @@ from subscriptions.services import evaluation
 from tests.concurrency import Background, hold_first_caller, second_writer_waits, wait_until
 from tests.factories import make_instances, make_rules, make_subscription
 from tests.store.helpers import instance_body
-from tests.subscriptions.helpers import feed_skip, feed_unread, mqtt_notify, subscription_body
+from tests.subscriptions.helpers import (
+    feed_skip,
+    feed_unread,
+    flagged_subscriptions,
+    flags_clear_all,
+    mqtt_notify,
+    subscription_body,
+)
 
 A, B = "ProviderA|temperatureInfo|1.0.0", "ProviderB|temperatureInfo|1.0.0"
 
@@ -27,7 +34,7 @@ def subscribed(api, *consumers: str) -> None:
 
 
 def flagged() -> set[str]:
-    return set(Subscription.objects.filter(needs_evaluation=True).values_list("target",
+    return set(flagged_subscriptions().values_list("target",
                                                                               flat=True))
 
 
@@ -40,7 +47,7 @@ def consumers(api):
     subscribed(api, "Car1", "Car2", "Gone")
     Subscription.objects.filter(target="Gone").update(
         expires_at=timezone.now() - dt.timedelta(seconds=1))
-    Subscription.objects.update(needs_evaluation=False)  # as if evaluated
+    flags_clear_all()  # as if evaluated
     feed_skip()
 
 
@@ -75,7 +82,7 @@ class CursorTests:
             read_at=timezone.now() - dt.timedelta(seconds=TRUSTED_SECONDS + 1))
         evaluation._changes_flag()
         assert flagged() == {"Car1", "Car2"}
-        Subscription.objects.update(needs_evaluation=False)
+        flags_clear_all()
         evaluation._changes_flag()  # read just now: trusted again
         assert flagged() == set()
 
@@ -114,7 +121,7 @@ class ConcurrentCursorTests:
         assert flagged() == {"Car2"}
         commit.set()
         assert writer.outcome() is None
-        Subscription.objects.update(needs_evaluation=False)
+        flags_clear_all()
         evaluation._changes_flag()
         assert flagged() == {"Car1"}
         assert not feed_unread()

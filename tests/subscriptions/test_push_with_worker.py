@@ -20,6 +20,7 @@ from tests.store.helpers import (
 )
 from tests.subscriptions.helpers import (
     feed_unread,
+    flagged_subscriptions,
     mqtt_notify,
     push_element,
     push_subscribe,
@@ -51,7 +52,7 @@ def changes_evaluated() -> bool:
     (an evaluation clears the flag in the transaction that writes a push's notification).
     Checked in this order, so a flag set after the first look cannot be missed."""
     return (not feed_unread()
-            and not Subscription.objects.filter(needs_evaluation=True).exists())
+            and not flagged_subscriptions().exists())
 
 
 @pytest.fixture

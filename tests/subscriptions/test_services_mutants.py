@@ -18,6 +18,9 @@ from tests.factories import make_instances, make_rules
 from tests.store.helpers import instance_body
 from tests.subscriptions.helpers import (
     feed_skip,
+    flagged_subscriptions,
+    flags_set_all,
+    is_flagged,
     mqtt_notify,
     push_element,
     push_subscribe,
@@ -81,10 +84,10 @@ class ReservationEndTests:
         assert first.payload["payload"]["results"][0]["exclusiveUntil"]
         OrchestrationLock.objects.all().delete()  # the reservation ended
         feed_skip()  # the setup's own changes
-        Subscription.objects.update(needs_evaluation=True)
+        flags_set_all()
         assert changes_process() == 0
         assert list(NotificationDelivery.objects.all()) == [first]
-        assert not Subscription.objects.get().needs_evaluation
+        assert not is_flagged(Subscription.objects.get())
 
 
 class PushNowTests:
@@ -115,7 +118,8 @@ class BatchEvaluationTests:
         after a subscribe whose preview failed), in the order a batch takes them (by pk)."""
         for definition in ("temperatureInfo", "pressureInfo"):
             subscribe(api, subscription_body(definition, notify=mqtt_notify(f"t/{definition}")))
-        Subscription.objects.update(needs_evaluation=True, last_fingerprint="")
+        Subscription.objects.update(last_fingerprint="")
+        flags_set_all()
         return list(Subscription.objects.order_by("pk"))
 
     def test_a_subscription_expiring_at_the_instant_of_the_round_is_skipped(self, flagged,
@@ -134,4 +138,4 @@ class BatchEvaluationTests:
         assert changes_process() == 1
         assert list(NotificationDelivery.objects.values_list("subscription_id", flat=True)) == [
             flagged[1].id]
-        assert list(Subscription.objects.filter(needs_evaluation=True)) == [flagged[0]]
+        assert list(flagged_subscriptions()) == [flagged[0]]

@@ -7,6 +7,8 @@ from subscriptions.models import Subscription
 from tests.fake_blacklist import blacklist  # noqa: F401  (fixture)
 from tests.factories import make_rules
 from tests.subscriptions.helpers import (
+    flags_clear_all,
+    flags_set_all,
     mqtt_notify,
     push_element,
     push_subscribe,
@@ -30,6 +32,21 @@ class SubscriptionAdminTests:
         assert response.status_code == 302
         assert NotificationDelivery.objects.get().subscription_id == subscription.pk
         assert admin_client.get("/admin/subscriptions/subscription/add/").status_code == 403
+
+    def test_it_shows_and_filters_the_subscriptions_awaiting_evaluation(self, admin_client,
+                                                                        api):
+        for consumer in ("Flagged", "Evaluated"):
+            subscribe(api, subscription_body(), consumer=consumer)
+        flags_clear_all()
+        flags_set_all(Subscription.objects.filter(target="Flagged"))
+        page = admin_client.get("/admin/subscriptions/subscription/", {"o": "2"})
+        assert {s.target: s.flagged for s in page.context["cl"].result_list} == {
+            "Flagged": True, "Evaluated": False}
+        assert "Awaits evaluation" in page.content.decode()
+        for value, target in (("1", "Flagged"), ("0", "Evaluated")):
+            page = admin_client.get("/admin/subscriptions/subscription/",
+                                    {"awaits_evaluation": value})
+            assert [s.target for s in page.context["cl"].result_list] == [target]
 
     def test_it_shows_and_searches_owner_and_target(self, admin_client, api):
         push_subscribe(api, push_element("ConsumerOfPlant"))

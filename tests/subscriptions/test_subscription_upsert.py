@@ -14,7 +14,13 @@ from subscriptions.services import subscribing
 from subscriptions.models import Subscription
 from subscriptions.requests import parse_subscribe_request
 from subscriptions.serializers import SubscribeSerializer
-from tests.subscriptions.helpers import HTTP_NOTIFY, mqtt_notify, subscription_body
+from tests.subscriptions.helpers import (
+    HTTP_NOTIFY,
+    flags_clear_all,
+    is_flagged,
+    mqtt_notify,
+    subscription_body,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -59,7 +65,7 @@ class SubscriptionUpsertTests:
                 "UpsertConsumer|UpsertConsumer|temperatureInfo")
         assert stored.notify_protocol == "HTTP"
         assert (stored.duration, stored.expires_at) == (300, NOW + dt.timedelta(seconds=300))
-        assert (stored.last_fingerprint, stored.needs_evaluation, stored.last_pushed_at) == (
+        assert (stored.last_fingerprint, is_flagged(stored), stored.last_pushed_at) == (
             "b" * 64, True, None)
         assert (stored.created_at, stored.updated_at) == (NOW, NOW)
 
@@ -80,8 +86,8 @@ class SubscriptionUpsertTests:
 
     def test_the_same_notify_interface_is_overwritten_in_place(self, monkeypatch):
         first_id, _ = _write("UpsertConsumer", _request("UpsertConsumer", **BODY))
-        Subscription.objects.filter(id=first_id).update(last_fingerprint="f" * 64,
-                                                        needs_evaluation=False)
+        Subscription.objects.filter(id=first_id).update(last_fingerprint="f" * 64)
+        flags_clear_all()
         pending = NotificationDelivery.objects.create(
             subscription_id=first_id, protocol="HTTP", properties=HTTP_NOTIFY["properties"],
             receiver="UpsertConsumer", payload={}, status=NotificationDelivery.Status.PENDING)
@@ -98,7 +104,7 @@ class SubscriptionUpsertTests:
         assert (stored.duration, stored.expires_at) == (None, None)
         # The new request's result as it is now; what changes after it is pushed.
         assert stored.last_fingerprint == "b" * 64
-        assert stored.needs_evaluation is True
+        assert is_flagged(stored)
         assert stored.updated_at == later
         pending.refresh_from_db()
         assert pending.status == NotificationDelivery.Status.PENDING  # same interface
