@@ -17,8 +17,9 @@ On first use, in any process (a thread started before gunicorn or Celery forks w
 exist in the workers, and most are needed only by some processes); all daemons:
 pull-job-writer (orchestration/history/job_writer.py; flushed at a worker's and at
 interpreter exit), log-db-writer (general/log_handler.py; flushed by logging.shutdown),
-notify-http-deadlines (notifications/http_connections.py), notify-http_<n> and
-notify-mqtt_<n> (notifications/inprocess.py, without a broker), heartbeat-<delivery> per send
+notify-http-deadlines (notifications/http_connections.py), notify-http_<n> (without a
+broker) and notify-mqtt_<n> (notifications/inprocess.py; without a broker, or for a round's
+own notifications; each keeps a database connection), heartbeat-<delivery> per send
 (notifications/heartbeat.py), the paho network loop (notifications/mqtt_publishing.py, until
 its connection fails), health_<n> per readiness request (observability/health.py) and
 latency-probe_<n> per QoS probe run (orchestration/pull/latency.py).

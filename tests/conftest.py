@@ -12,6 +12,7 @@ from rest_framework.test import APIClient  # noqa: E402
 
 from config.celery import app as celery_app  # noqa: E402
 from notifications import address_policy  # noqa: E402
+from notifications.inprocess import in_process_connections_close  # noqa: E402
 from orchestration.history.job_writer import job_writer_flush  # noqa: E402
 from clients import exchange, peers  # noqa: E402
 from orchestration.snapshot.state import snapshot_stop  # noqa: E402
@@ -62,12 +63,14 @@ def pytest_runtest_teardown(item, nextitem):
     are written before its fixtures (the database first) are torn down, so that no insert runs
     into the flush of a transactional test's tables; and the session's workers are left with
     nothing to send (`deliveries_settle`). After the last test the pull snapshot's thread
-    ends before the test database goes (config/processes.py)."""
+    ends, and the MQTT pool's threads close their connections, before the test database
+    goes (config/processes.py)."""
     job_writer_flush()
     if "celery_worker" in item.fixturenames:
         deliveries_settle()
     if nextitem is None:
         snapshot_stop()
+        in_process_connections_close()
     return (yield)
 
 
