@@ -34,10 +34,36 @@ time.sleep(float(sys.argv[4]))
 """
 
 
-def wrapped(runs: Path, status: int, failures: int, sleep: float,
-            log: Path) -> subprocess.Popen:
+# The wrapper, with another SIGTERM raised at every line its signal handler runs (not the
+# handlers this starts inside it): each runs inside the first, at that point.
+SIGNALLED_AGAIN = [sys.executable, "-c", """
+import signal, sys
+from config import keep_running
+
+handling = 0
+
+def line(frame, event, arg):
+    global handling
+    if event == "return" and frame.f_code.co_name == "pass_on":
+        handling -= 1
+    elif event == "line" and handling == 1:
+        signal.raise_signal(signal.SIGTERM)
+    return line
+
+def call(frame, event, arg):
+    global handling
+    handling += frame.f_code.co_name == "pass_on"
+    return line if handling else None
+
+sys.settrace(call)
+sys.exit(keep_running.main(sys.argv[1:]))
+""", "--"]
+
+
+def wrapped(runs: Path, status: int, failures: int, sleep: float, log: Path,
+            wrapper: list[str] = WRAPPER) -> subprocess.Popen:
     with log.open("w") as err:
-        return subprocess.Popen([*WRAPPER, sys.executable, "-c", COMMAND, str(runs),
+        return subprocess.Popen([*wrapper, sys.executable, "-c", COMMAND, str(runs),
                                  str(status), str(failures + 1), str(sleep)],
                                 cwd=ROOT, stderr=err, start_new_session=True)
 
@@ -81,6 +107,24 @@ class KeepRunningTests:
         assert wrapper.wait(timeout=30) == 128 + number
         assert not command.is_running()
         assert len(pids(runs)) == 1 and "keep_running:" not in log.read_text()
+
+    def test_a_stop_signal_arriving_while_one_is_handled_still_stops_it(self, tmp_path):
+        """As honcho's SIGTERM and make's do: the handler hung on its own lock before."""
+        runs, log = tmp_path / "runs", tmp_path / "log"
+        wrapper = wrapped(runs, status=0, failures=0, sleep=60, log=log,
+                          wrapper=SIGNALLED_AGAIN)
+        wait_for(lambda: len(pids(runs)) == 1, what="the first run")
+        command = psutil.Process(pids(runs)[0])
+
+        wrapper.send_signal(signal.SIGTERM)
+
+        try:
+            status = wrapper.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            wrapper.kill()  # the command ends with it
+            raise
+        assert status == 128 + signal.SIGTERM
+        assert not command.is_running()
 
     def test_the_command_ends_with_a_wrapper_killed_outright(self, tmp_path):
         runs, log = tmp_path / "runs", tmp_path / "log"
