@@ -51,9 +51,9 @@ def _aware(value: Any) -> dt.datetime | None:
 
 def _rows(sql: str, column: str, keys: Iterable[str | int] | None) -> Iterator[tuple]:
     """Rows of `sql`, whose `{keys}` is replaced by `column` = ANY(`keys`) (PostgreSQL) or IN
-    a list of them (in chunks); without keys (None), by a condition that holds. Made into Python objects FETCHED at a
-    time: a million rows fetched at once were 300 MB of objects, freed after the load but
-    kept by the process (its memory does not shrink back)."""
+    a list of them (in chunks); without keys (None), by a condition that holds. Made into
+    Python objects FETCHED at a time: a million rows fetched at once were 300 MB of objects,
+    freed after the load but kept by the process (its memory does not shrink back)."""
     with connection.cursor() as cursor:
         if keys is None or connection.vendor == "postgresql":
             if keys is None:

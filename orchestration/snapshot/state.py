@@ -250,16 +250,22 @@ class PullSnapshot:
                 started = self._read_began = time.monotonic()
                 changes, after = changes_since(position, limit, next(self._tickets))
             except BaseException:
-                with self._lock:
-                    self._reading = False
-                    self._read_done.notify_all()
+                self._read_end()
                 raise
+            stale = None
+            if (limit >= MAX_APPLIED_CHANGES and after is not None
+                    and any(change.everything for change in changes)):
+                # The background thread reads the consumers a bulk write listed (90 000 names
+                # for an import of 900 000 rules) without keeping the pulls waiting: they read
+                # the feed themselves meanwhile and, meeting the bulk change, the database.
+                self._read_end()
+                stale = bulk_consumers(changes)
             with self._lock:  # the waiting pulls go on once this read is applied
-                self._reading = False
-                self._read_done.notify_all()
+                if stale is None:
+                    self._read_end(locked=True)
                 if self._data is not data:
                     continue  # loaded anew meanwhile: read again from its position
-                if not self._apply(changes, after, limit):
+                if not self._apply(changes, after, limit, stale):
                     return None
                 self._position, self._read_at = after, started
                 self._unfrozen += len(changes)
@@ -267,10 +273,18 @@ class PullSnapshot:
                     self._wake.set()  # the background thread freezes them
                 return SnapshotView(data)
 
-    def _apply(self, changes: list[Change], after: FeedPosition | None, limit: int) -> bool:
+    def _read_end(self, locked: bool = False) -> None:
+        """This feed read is over: the pulls waiting for it go on."""
+        with contextlib.nullcontext() if locked else self._lock:
+            self._reading = False
+            self._read_done.notify_all()
+
+    def _apply(self, changes: list[Change], after: FeedPosition | None, limit: int,
+               stale: set[str] | None = None) -> bool:
         """Under the lock. False when the changes cannot be applied here: too many, or a
         bulk write (the background thread takes them, or a reload when it has too many
-        itself), or everything (a reload)."""
+        itself), or everything (a reload). `stale`: the consumers the bulk writes among the
+        changes listed (the background thread's read), None for none listed."""
         background = limit >= MAX_APPLIED_CHANGES
         if after is None or not background and any(c.everything for c in changes):
             if background:
@@ -279,7 +293,6 @@ class PullSnapshot:
                 self._wake.set()
             return False
         if any(change.everything for change in changes):
-            stale = bulk_consumers(changes)
             if stale is None:
                 self._drop(self._data, "everything changed (a table was emptied)")
                 return False
@@ -392,21 +405,37 @@ class PullSnapshot:
                 return
             batch = set(itertools.islice(data.stale, CATCH_UP_CONSUMERS))
             self._touched = set()
+        # As a load does: no cycle collection while it builds records (each would walk
+        # every record built since the last freeze, stalling the process's pulls), and what
+        # it built frozen at once (no collection first: that too would walk them all).
+        collecting = gc.isenabled() and self.freeze_after_load
         with _one_load_per_host():
-            rules = load_rules(batch, self._catch_up_records)
+            if collecting:
+                gc.disable()
+            try:
+                rules = load_rules(batch, self._catch_up_records)
+            finally:
+                if collecting:
+                    gc.enable()
         with self._lock:
             if self._data is not data:
                 return  # loaded anew meanwhile
             done = batch - self._touched
             _rules_replace(data, done, rules)
             data.stale = data.stale - done
-            self._unfrozen += len(done)
-            if not data.stale:
+            caught_up = not data.stale
+            if caught_up:
                 self._catch_up_records = RecordSharing()  # what only it held, freed
                 logger.info("Pull snapshot caught up with the bulk changes in %.2f s",
                             time.monotonic() - self._catch_up_began)
             if data.rule_count > settings.PULL_SNAPSHOT_MAX_RULES:
                 self._drop(data, "more than PULL_SNAPSHOT_MAX_RULES rules")
+        if self.freeze_after_load:
+            gc.freeze()
+            if caught_up:
+                heap_trim()
+        else:
+            self._unfrozen += len(done)
 
     def _freeze(self) -> None:
         """Young cyclic garbage is collected first (what requests left), so that little of it
