@@ -86,6 +86,9 @@ BUSY_SWITCH_INTERVAL = 0.0005
 # The stale consumers (a bulk write's) whose rules the background thread reads again at once,
 # one process of a host at a time: 5 000 consumers of 10 rules took 0.2 s.
 CATCH_UP_CONSUMERS = 5_000
+# After each batch a process waits as long as the batch took (times this), so that its pulls
+# have the interpreter to themselves at least half the time while it catches up.
+CATCH_UP_PAUSE = 1.0
 
 
 class SnapshotView:
@@ -383,14 +386,13 @@ class PullSnapshot:
                         self._catch_up()
                     if self._unfrozen >= FREEZE_AFTER_CHANGES and self.freeze_after_load:
                         self._freeze()
+                    if (data := self._data) is not None and data.stale:
+                        continue  # the next batch of stale consumers, on this connection
             except Exception:  # the database may be away; pulls query it meanwhile
                 logger.warning("Pull snapshot not refreshed; retrying in %s s", RETRY_SECONDS,
                                exc_info=True)
                 time.sleep(RETRY_SECONDS)
-            finally:
-                connection.close()
-            if (data := self._data) is not None and data.stale:
-                continue  # the next batch of stale consumers, after the feed
+            connection.close()
             if self._data is not None or time.monotonic() < self._next_load:
                 self._wake.wait(REFRESH_SECONDS)
             self._wake.clear()
@@ -410,6 +412,7 @@ class PullSnapshot:
         # it built frozen at once (no collection first: that too would walk them all).
         collecting = gc.isenabled() and self.freeze_after_load
         with _one_load_per_host():
+            began = time.monotonic()
             if collecting:
                 gc.disable()
             try:
@@ -417,6 +420,7 @@ class PullSnapshot:
             finally:
                 if collecting:
                     gc.enable()
+            took = time.monotonic() - began
         with self._lock:
             if self._data is not data:
                 return  # loaded anew meanwhile
@@ -436,6 +440,8 @@ class PullSnapshot:
                 heap_trim()
         else:
             self._unfrozen += len(done)
+        if not caught_up:
+            self._stopping.wait(took * CATCH_UP_PAUSE)
 
     def _freeze(self) -> None:
         """Young cyclic garbage is collected first (what requests left), so that little of it
