@@ -29,6 +29,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from django.db import connection
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from database.statements import placeholders, prepared_rows
@@ -179,8 +180,10 @@ def changes_prune(*, now: dt.datetime | None = None) -> int:
     SnapshotChange.objects.filter(seen_at__isnull=True).update(seen_at=now)
     deleted, _ = SnapshotChange.objects.filter(
         seen_at__lt=now - dt.timedelta(seconds=CHANGE_KEEP_SECONDS)).delete()
-    BulkChangeConsumer.objects.exclude(
-        change_id__in=SnapshotChange.objects.values("id")).delete()
+    # NOT EXISTS, an anti-join (NOT IN a subquery is never one: each listed consumer would
+    # scan the feed's ids).
+    BulkChangeConsumer.objects.filter(
+        ~Exists(SnapshotChange.objects.filter(pk=OuterRef("change_id")))).delete()
     if connection.vendor == "postgresql":
         # Fresh statistics keep the feed query on its index even where autovacuum is off.
         with connection.cursor() as cursor:

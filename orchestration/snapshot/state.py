@@ -531,13 +531,16 @@ FLEXIBLE_DEFINITION_CHANGE = "*|"
 
 def _rules_replace(data: "_Data", consumers: Iterable[str], rules: dict[str, ConsumerRules],
                    ) -> None:
-    """Replace the rules of `consumers` with those loaded (absent: none), keeping the count."""
+    """Replace the rules of `consumers` with those loaded (absent: none), keeping the count;
+    each in one step (a pull reading meanwhile, unlocked, sees the old or the new rules)."""
     for consumer in consumers:
-        old = data.rules.pop(consumer, None)
+        old = data.rules.get(consumer)
         data.rule_count -= sum(map(len, old.values())) if old else 0
         if consumer in rules:
             data.rules[consumer] = rules[consumer]
             data.rule_count += sum(map(len, rules[consumer].values()))
+        else:
+            data.rules.pop(consumer, None)
 
 
 def _replace_groups(data: "_Data", groups: dict, keys: Iterable[str], loaded: dict) -> None:

@@ -53,16 +53,22 @@ class BulkWriteTests:
         assert sorted(BulkChangeConsumer.objects.filter(change_id=change.pk).values_list(
             "consumer", flat=True)) == ["Moved", "Moved2", "New1", "New2", "Old"]
 
+    @pytest.mark.django_db(transaction=True)  # two transactions of their own: two changes
     def test_the_list_is_pruned_with_its_change(self):
         SnapshotChange.objects.all().delete()
         with transaction.atomic():
             bulk_write_declare()
             make_rules(("C1", A, 1))
-        assert BulkChangeConsumer.objects.count() == 1
         SnapshotChange.objects.update(seen_at=timezone.now() - dt.timedelta(hours=1))
+        with transaction.atomic():  # a list whose change is too young to prune
+            bulk_write_declare()
+            make_rules(("C2", A, 1))
+        [kept] = SnapshotChange.objects.filter(seen_at__isnull=True)
+        assert BulkChangeConsumer.objects.count() == 2
         changes_prune()
-        assert not SnapshotChange.objects.exists()
-        assert not BulkChangeConsumer.objects.exists()
+        assert list(SnapshotChange.objects.values_list("pk", flat=True)) == [kept.pk]
+        assert list(BulkChangeConsumer.objects.values_list("change_id", "consumer")) == [
+            (kept.pk, "C2")]
 
     @pytest.mark.django_db(transaction=True)  # a transaction of its own, not a savepoint
     def test_the_declaration_ends_with_its_transaction(self):
