@@ -14,6 +14,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
+# The release number: its one place is the file VERSION (CHANGELOG.md, docs/operations.md).
+PRODUCT_VERSION = (BASE_DIR / "VERSION").read_text().strip()
 
 env = environ.Env()
 
@@ -458,7 +460,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Arrowhead-compatible orchestration core system: rule store management, "
     "orchestration (pull, subscribe, unsubscribe), push management, history management and "
     "general management (logs, public configuration).",
-    "VERSION": "1.0.0",
+    "VERSION": PRODUCT_VERSION,
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],

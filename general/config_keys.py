@@ -34,6 +34,8 @@ PUBLIC_KEYS: dict[str, Callable[[], str]] = {
     "max.page.size": _setting("MAX_PAGE_SIZE"),
     "normalization.mode": _setting("NORMALIZATION_MODE"),
     "service.address.alias": _setting("SERVICE_ADDRESS_ALIAS", ""),
+    # Ours: the release running (the file VERSION).
+    "application.version": _setting("PRODUCT_VERSION"),
 }
 
 

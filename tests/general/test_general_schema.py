@@ -1,8 +1,10 @@
 """The OpenAPI schema describes both general management operations as the service serves
 them."""
 import re
+from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 from tests.general.helpers import GET_CONFIG, LOGS, post_logs
 from tests.helpers import SYSOP
@@ -54,3 +56,8 @@ class GeneralManagementSchemaTests:
         assert "oneOf" not in request["from"]  # one alternative, blank included
         assert bool(re.fullmatch(request["from"]["pattern"], value)) is accepted
         assert (post_logs(api, {"from": value}).status_code == 200) is accepted
+
+
+def test_the_schema_carries_the_release_of_the_version_file(schema):
+    release = (Path(settings.BASE_DIR) / "VERSION").read_text().strip()
+    assert schema["info"]["version"] == release

@@ -1,4 +1,8 @@
+import re
+from pathlib import Path
+
 import pytest
+from django.conf import settings
 
 from general.config_keys import PUBLIC_KEYS
 from tests.factories import grant
@@ -13,6 +17,7 @@ REFERENCE_PUBLIC_KEYS = {
     "enable.management.filter", "management.policy", "enable.blacklist.filter",
     "force.blacklist.filter", "allow.self.addressing", "allow.non.routable.addressing",
     "max.page.size", "normalization.mode", "service.address.alias"}
+OUR_PUBLIC_KEYS = {"application.version"}
 
 
 def get_config(api, query: str, headers=SYSOP):
@@ -41,8 +46,14 @@ class GetConfigApiTests:
         # reference-simple §13.11 G3
         assert config_map(get_config(api, "?keys=max.page.size")) == {"max.page.size": "1000"}
 
-    def test_it_knows_exactly_the_reference_public_keys(self):
-        assert set(PUBLIC_KEYS) == REFERENCE_PUBLIC_KEYS
+    def test_it_knows_exactly_the_reference_public_keys_and_ours(self):
+        assert set(PUBLIC_KEYS) == REFERENCE_PUBLIC_KEYS | OUR_PUBLIC_KEYS
+
+    def test_it_answers_the_release_from_the_version_file(self, api):
+        release = (Path(settings.BASE_DIR) / "VERSION").read_text().strip()
+        assert re.fullmatch(r"\d+\.\d+\.\d+", release)
+        assert config_map(get_config(api, "?keys=application.version")) == {
+            "application.version": release}
 
     def test_it_answers_every_public_key_with_the_defaults(self, api):
         assert config_map(get_config(api, every_key())) == {
