@@ -14,13 +14,14 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.db import InterfaceError, OperationalError
-from django.http import Http404, HttpRequest, JsonResponse, UnreadablePostError
+from django.http import Http404, HttpRequest, HttpResponse, UnreadablePostError
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import set_rollback
 
 from api.input_safety import encodable
+from api.json_media import JSONRenderer
 from api.request_id import current_request_id
 from conventions.exceptions import (
     ArrowheadError,
@@ -62,10 +63,12 @@ def envelope(message: str, status: int, exception_type: str, origin: str) -> dic
 
 
 def error_response(request: HttpRequest, status: int, exception_type: str,
-                   message: str) -> JsonResponse:
-    """The envelope outside DRF views (middleware, Django's error handlers)."""
+                   message: str) -> HttpResponse:
+    """The envelope outside DRF views (middleware, Django's error handlers), rendered as
+    DRF views render it."""
     body = envelope(message, status, exception_type, origin_of(request))
-    return JsonResponse(body, status=status)
+    return HttpResponse(JSONRenderer().render(body), status=status,
+                        content_type="application/json")
 
 
 def body_too_large_message() -> str:
@@ -146,12 +149,12 @@ def first_validation_message(detail: Any, path: str = "") -> str:
 # --- Django-level handlers, for errors that never reach a DRF view -------------------------
 
 
-def server_error(request: HttpRequest) -> JsonResponse:
+def server_error(request: HttpRequest) -> HttpResponse:
     # Django calls handler500 while handling the exception.
     return error_response(request, *_unexpected(request, sys.exception()))
 
 
-def bad_request(request: HttpRequest, exception: Exception) -> JsonResponse:
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     if isinstance(exception, RequestDataTooBig):  # e.g. an admin form over the limit
         return error_response(request, 413, InvalidParameter.exception_type,
                               body_too_large_message())
@@ -162,5 +165,5 @@ def bad_request(request: HttpRequest, exception: Exception) -> JsonResponse:
     return error_response(request, 400, InvalidParameter.exception_type, "Bad request")
 
 
-def permission_denied(request: HttpRequest, exception: Exception) -> JsonResponse:
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
     return error_response(request, 403, Forbidden.exception_type, "Forbidden")

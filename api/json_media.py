@@ -3,7 +3,8 @@ ones made unable to fail where the service must answer (docs/errors.md). The par
 nesting too deep for Python's decoder as a 400 (not a RecursionError, 500) and checks every
 body (api.input_safety); the renderer replaces what UTF-8 cannot encode (unpaired
 surrogates, from a message echoing input or data from elsewhere) by U+FFFD instead of
-failing with a 500."""
+failing with a 500. Every JSON answer ends with a newline, so that a terminal shows the next
+prompt on a line of its own (JSON allows white space after the value)."""
 from typing import Any
 
 from rest_framework import parsers, renderers
@@ -29,9 +30,10 @@ class JSONRenderer(renderers.JSONRenderer):
     def render(self, data: Any, accepted_media_type: str | None = None,
                renderer_context: dict | None = None) -> bytes:
         try:
-            return super().render(data, accepted_media_type, renderer_context)
+            text = super().render(data, accepted_media_type, renderer_context)
         except UnicodeEncodeError:
-            return super().render(_encodable_data(data), accepted_media_type, renderer_context)
+            text = super().render(_encodable_data(data), accepted_media_type, renderer_context)
+        return text + b"\n" if text else text
 
 
 def _encodable_data(value: Any) -> Any:

@@ -8,6 +8,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from api.operations import UNKNOWN_MANAGEMENT_OPERATION, ServiceOperation
+from api.plain_text import text_response
 from api.schema import ErrorResponseSerializer
 from conventions.exceptions import DataNotFound
 
@@ -22,7 +23,7 @@ class EchoApi(APIView):
         (200, "text/plain"): OpenApiTypes.STR,
         406: OpenApiResponse(ErrorResponseSerializer, description="Content negotiation failed")})
     def get(self, request: Request) -> HttpResponse:
-        return HttpResponse("Got it!", content_type="text/plain; charset=utf-8")
+        return text_response(request, "Got it!")
 
 
 class NotFoundApi(APIView):

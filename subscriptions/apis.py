@@ -7,6 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.operations import operation
+from api.plain_text import text_response
 from api.request_data import validated
 from api.schema import body_required, error_responses
 from conventions.exceptions import InvalidParameter
@@ -52,8 +53,7 @@ class SubscribeApi(APIView):
         subscribe = parse_subscribe_request(body, requester=request.user.name)
         subscription_id, created = subscription_upsert(requester=request.user.name,
                                                        subscribe=subscribe, trigger=trigger)
-        return HttpResponse(str(subscription_id), status=201 if created else 200,
-                            content_type="text/plain; charset=utf-8")
+        return text_response(request, str(subscription_id), status=201 if created else 200)
 
 
 class UnsubscribeApi(APIView):

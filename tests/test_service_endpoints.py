@@ -54,3 +54,39 @@ class ServiceEndpointTests:
     def test_it_redirects_the_root_to_the_api_docs(self, api):
         response = api.get("/")
         assert (response.status_code, response["Location"]) == (302, "/api/docs/")
+
+
+class AnswerNewlineTests:
+    """Answers end with a newline where a terminal shows them (docs/decisions.md, "Answers end
+    with a newline"): every JSON answer; text answers for the command-line tools only, since
+    Arrowhead clients read the text as a value."""
+
+    ECHO = "/serviceorchestration/monitor/echo"
+
+    @pytest.mark.parametrize("agent", ["curl/8.5.0", "Wget/1.21.3", "HTTPie/3.2.2"])
+    def test_echo_is_a_line_for_command_line_tools(self, api, agent):
+        assert api.get(self.ECHO, HTTP_USER_AGENT=agent).content == b"Got it!\n"
+
+    @pytest.mark.parametrize("agent", [None, "Java/17.0.9", "Apache-HttpClient/5.2",
+                                       "Python-urllib/3.11", "xcurl/1"])
+    def test_echo_is_the_bare_value_for_everyone_else(self, api, agent):
+        headers = {"HTTP_USER_AGENT": agent} if agent else {}
+        assert api.get(self.ECHO, **headers).content == b"Got it!"
+
+    def test_a_json_answer_ends_with_one_newline(self, api):
+        response = api.post("/serviceorchestration/orchestration/pull",
+                            {"serviceRequirement": {"serviceDefinition": "temperatureInfo"}},
+                            format="json", HTTP_AUTHORIZATION="Bearer SYSTEM//consumer")
+        assert response.status_code == 200
+        assert response.content.endswith(b"}\n") and not response.content.endswith(b"\n\n")
+        assert response.json()["results"] == []
+
+    def test_an_error_envelope_ends_with_a_newline_in_and_outside_the_views(self, api):
+        drf = api.post("/serviceorchestration/orchestration/pull", "{", content_type=
+                       "application/json", HTTP_AUTHORIZATION="Bearer SYSTEM//consumer")
+        middleware = api.get(self.ECHO + "%00")
+        for response in (drf, middleware):
+            assert response.status_code == 400, response.content
+            assert response.content.endswith(b"}\n")
+            assert set(response.json()) == {"errorMessage", "errorCode", "exceptionType",
+                                            "origin"}

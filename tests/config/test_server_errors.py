@@ -45,6 +45,7 @@ def assert_envelope(port: int, raw: bytes, status: int, origin: str) -> dict:
         assert headers["transfer-encoding"] == "chunked"
         size, _, body = body.partition(b"\r\n")
         body = body[:int(size, 16)]
+    assert body.endswith(b"}\n")  # a line, as every JSON answer (docs/decisions.md)
     error = json.loads(body)
     assert set(error) == {"errorMessage", "errorCode", "exceptionType", "origin"}
     assert error["errorCode"] == status
