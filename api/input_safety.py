@@ -40,14 +40,15 @@ def encodable(text: str) -> str:
 _PathNode = tuple[Any, str | int] | None
 
 
-def json_problem(document: Any) -> str | None:
+def json_problem(document: Any, path: str = "") -> str | None:
     """The first refused value of a parsed JSON document as `path: reason`, the path written as
     in validation messages (`notifyInterface.properties.topic`, `entries[0].consumer`), or None.
+    `path`: where the document is, for a part of a larger one (`entries[3]`).
 
     Iterative, so any nesting the decoder accepted is walked without recursion."""
     if not _may_hold_problem(document):
         return None
-    pending: list[tuple[Any, _PathNode]] = [(document, None)]
+    pending: list[tuple[Any, _PathNode]] = [(document, (None, path) if path else None)]
     while pending:
         value, node = pending.pop()
         problem = None

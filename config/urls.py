@@ -9,6 +9,12 @@ from api.views import EchoApi, NotFoundApi
 from observability.health_endpoint import HealthApi
 from observability.metrics_endpoint import metrics
 
+# The admin names the product, with the name the OpenAPI document has (docs/admin.md).
+PRODUCT = settings.SPECTACULAR_SETTINGS["TITLE"]
+admin.site.site_header = PRODUCT
+admin.site.site_title = f"{PRODUCT} admin"
+admin.site.index_title = f"{PRODUCT} administration"
+
 urlpatterns = [
     path("", RedirectView.as_view(url="/api/docs/", permanent=False)),
     path("admin/", admin.site.urls),

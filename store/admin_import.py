@@ -1,9 +1,11 @@
 """Import and Export buttons on the rule and service instance change lists, with the commands'
 files and services (store.files); these views only ask and show. Import: upload → preview →
 confirm. The file waits in the session (several web processes may serve the steps), and the
-confirmation applies only the previewed plan (its digest)."""
+confirmation applies only the previewed plan (its digest). The page is laid out as the admin's
+change forms are (its fieldset template, error note and list, submit row)."""
 from django import forms
 from django.contrib import messages
+from django.contrib.admin import helpers
 from django.core.exceptions import PermissionDenied
 from django.http import (
     HttpRequest,
@@ -15,8 +17,11 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from conventions.exceptions import ArrowheadError, InvalidParameter
+from store.file_entries import BadEntries
 from store.files import Transfer
 from store.services.imports import ImportPlan
+
+SHOWN = 500  # lines of each list on the page: bad entries, and each list of the preview
 
 
 class ImportForm(forms.Form):
@@ -28,7 +33,7 @@ class ImportForm(forms.Form):
 
     def __init__(self, *args, transfer: Transfer, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.transfer, self.entries, self.content = transfer, None, None
+        self.transfer, self.entries, self.content, self.plan = transfer, None, None, None
 
     def clean(self) -> dict:
         data = super().clean()
@@ -40,10 +45,25 @@ class ImportForm(forms.Form):
                 self.content = upload.read().decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise InvalidParameter(f"Cannot read {upload.name}: {exc}") from exc
-            self.entries = self.transfer.read(self.content, upload.name)
+            self.entries, self.plan = self.transfer.check(
+                self.content, upload.name, replace=data.get("replace", False),
+                update=data.get("update", False))
+        except BadEntries as exc:
+            raise forms.ValidationError(self._listed(exc)) from exc
         except InvalidParameter as exc:
             raise forms.ValidationError(exc.message) from exc
         return data
+
+    def _listed(self, bad: BadEntries) -> list[str]:
+        """The summary, then the bad entries (the first SHOWN, and how many more)."""
+        hint = (f" Tick “Update entries that differ” to overwrite the {bad.differing} that "
+                "differ." if bad.differing else "")
+        lines = [f"{bad.summary}.{hint}", *bad.problems[:SHOWN]]
+        rest = len(bad.problems) - SHOWN
+        if rest > 0:
+            lines.append(f"… and {rest} more: manage.py import_{self.transfer.noun}s FILE "
+                         "--dry-run lists them all.")
+        return lines
 
 
 class ImportExportMixin:
@@ -85,11 +105,11 @@ class ImportExportMixin:
         form = ImportForm(request.POST or None, request.FILES or None, transfer=self.transfer)
         plan = None
         if request.method == "POST" and form.is_valid():
-            replace, update = form.cleaned_data["replace"], form.cleaned_data["update"]
-            plan = self.transfer.plan(form.entries, replace=replace)
+            plan = form.plan
             request.session[self._session_key()] = {
                 "source": form.cleaned_data["file"].name, "content": form.content,
-                "replace": replace, "update": update, "digest": plan.digest}
+                "replace": form.cleaned_data["replace"], "update": form.cleaned_data["update"],
+                "digest": plan.digest}
         return self._page(request, form=form, plan=plan)
 
     def import_confirm_view(self, request: HttpRequest) -> HttpResponse:
@@ -101,7 +121,9 @@ class ImportExportMixin:
             messages.error(request, "Nothing to confirm: upload the file again.")
             return HttpResponseRedirect(self._url("import"))
         try:
-            entries = self.transfer.read(pending["content"], pending["source"])
+            # Checked at the preview; what differs now, the plan's digest finds.
+            entries = self.transfer.read(pending["content"], pending["source"]).valid(
+                pending["source"])
             done = self.transfer.apply(entries, requester=request.user.get_username(),
                                        replace=pending["replace"], update=pending["update"],
                                        expected=pending["digest"])
@@ -117,15 +139,18 @@ class ImportExportMixin:
 
     def _page(self, request: HttpRequest, *, form: ImportForm,
               plan: ImportPlan | None) -> TemplateResponse:
-        update = bool(plan and form.cleaned_data["update"])
+        fieldsets = [(None, {"fields": list(form.fields)})]
         context = {
             **self.admin_site.each_context(request), "opts": self.opts, "form": form,
-            "title": f"Import {self.opts.verbose_name_plural}", "plan": plan,
-            "sections": plan and [("To create", plan.created), ("To update", plan.updated),
-                                  ("Unchanged", plan.unchanged), ("To remove", plan.removed)],
-            "refused": bool(plan and plan.updated and not update),
+            "adminform": helpers.AdminForm(form, fieldsets, {}, model_admin=self),
+            "errors": form.errors, "title": f"Import {self.opts.verbose_name_plural}",
+            "has_view_permission": self.has_view_permission(request), "plan": plan,
+            "sections": plan and [
+                (title, len(lines), lines[:SHOWN], max(len(lines) - SHOWN, 0))
+                for title, lines in (("To create", plan.created), ("To update", plan.updated),
+                                     ("Unchanged", plan.unchanged), ("To remove", plan.removed))],
             "changes": bool(plan and (plan.created or plan.updated or plan.removed)),
-            "confirm_url": self._url("import_confirm"),
+            "command": f"import_{self.transfer.noun}s", "confirm_url": self._url("import_confirm"),
         }
         return TemplateResponse(request, "admin/store/import.html", context)
 

@@ -3,18 +3,18 @@ what the management commands and the admin's Import/Export pages do with them
 (docs/decisions.md, "Import and export").
 
 Reading parses the JSON, type-checks it with the API's create serializer and validates every
-entry with the store's rules; every problem is an InvalidParameter naming the file or entry."""
+entry with the store's rules (store.file_entries); `Transfer.check` refuses a file with any bad
+entry, naming each, and a file that cannot be read, with an InvalidParameter."""
 import json
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from django.utils import timezone
-from rest_framework.exceptions import ValidationError
 from rest_framework.serializers import Serializer
 
-from api.errors import first_validation_message
-from api.input_safety import json_problem
 from conventions.exceptions import InvalidParameter
+from store.file_entries import BadEntries, entries_typed
 from store.models import Rule, ServiceInstance
 from store.serializers.instances import (
     InstanceCreateSerializer,
@@ -34,7 +34,7 @@ from store.services.imports import (
     rule_import_plan,
 )
 from store.services.instances import ValidInstance, instance_validate
-from store.services.rules import ValidRule, rule_validate, rules_ensure_distinct
+from store.services.rules import ValidRule, rule_conflict_message, rule_validate
 
 
 class Export:
@@ -68,57 +68,100 @@ def instances_export() -> Export:
                   with_count=False)
 
 
-def _document(content: bytes | str, *, source: str, serializer_class: type[Serializer]) -> dict:
+def _document(content: bytes | str, *, source: str, serializer_class: type[Serializer],
+              key_of: Callable[[Any], str]) -> tuple[str, dict, dict[int, str]]:
+    """The name of the file's entry list (`key_of` the parsed file), its validated data and its
+    entries refused by type (store.file_entries)."""
     try:
         data = json.loads(content)
     except ValueError as exc:  # also bytes that are not UTF-8
         raise InvalidParameter(f"Cannot read {source}: {exc}") from exc
-    problem = json_problem(data)  # what the database cannot store, as for request bodies
-    if problem is not None:
-        raise InvalidParameter(f"Cannot read {source}: {problem}")
-    serializer = serializer_class(data=data)
+    key = key_of(data)
     try:
-        serializer.is_valid(raise_exception=True)
-    except ValidationError as exc:
-        raise InvalidParameter(first_validation_message(exc.detail)) from exc
-    return serializer.validated_data
+        return key, *entries_typed(data, serializer_class, key=key,
+                                   path_of=lambda index: f"{key}[{index}]")
+    except InvalidParameter as exc:
+        raise InvalidParameter(f"Cannot read {source}: {exc.message}") from exc
 
 
-def rules_read(content: bytes | str, source: str) -> list[ValidRule]:
+@dataclass
+class FileEntries:
+    """What an import file holds: its valid entries (`entries`) with the index of each in the
+    file (`indices`), and a line for each bad one by index (`problems`); `key` is the list's
+    name in the file."""
+
+    key: str
+    entries: list = field(default_factory=list)
+    indices: list[int] = field(default_factory=list)
+    problems: dict[int, str] = field(default_factory=dict)
+
+    def sort_out(self, drafts: Sequence, validate: Callable, same_key: Callable) -> None:
+        """Validate the drafts (None is a null entry) not refused already; `same_key(valid)`
+        is the message for an entry with the key of an earlier one, or None for a new key."""
+        for index, draft in enumerate(drafts):
+            if index in self.problems:
+                continue
+            try:
+                if draft is None:
+                    raise InvalidParameter("null entry")
+                valid = validate(draft)
+                repeated = same_key(valid)
+                if repeated is not None:
+                    raise InvalidParameter(repeated)
+            except InvalidParameter as exc:
+                self.problems[index] = f"{self.key}[{index}]: {exc.message}"
+                continue
+            self.entries.append(valid)
+            self.indices.append(index)
+
+    def valid(self, source: str, *, differing: int = 0) -> list:
+        """The entries, or BadEntries naming every bad one (`differing` of them differ from the
+        stored entry)."""
+        if self.problems:
+            raise BadEntries(source, [self.problems[index] for index in sorted(self.problems)],
+                             differing=differing)
+        return self.entries
+
+
+def _rules_key(data: Any) -> str:
+    """The list a rule file holds its entries in: `entries`, or its alias `candidates`."""
+    holds_candidates = (isinstance(data, dict) and data.get("entries") is None
+                        and data.get("candidates") is not None)
+    return "candidates" if holds_candidates else "entries"
+
+
+def rules_read(content: bytes | str, source: str) -> FileEntries:
     """The rules of an import file (create shape, `entries` or `candidates`; exports work)."""
-    drafts = rule_drafts_from(_document(content, source=source,
-                                        serializer_class=RuleCreateSerializer))
-    rules = []
-    for index, draft in enumerate(drafts):
-        if draft is None:
-            raise InvalidParameter(f"entries[{index}]: null entry")
-        try:
-            rules.append(rule_validate(draft))
-        except InvalidParameter as exc:
-            raise InvalidParameter(f"entries[{index}]: {exc.message}") from exc
-    rules_ensure_distinct(rules)
-    return rules
+    key, validated, problems = _document(content, source=source, key_of=_rules_key,
+                                         serializer_class=RuleCreateSerializer)
+    read, seen = FileEntries(key, problems=problems), set()
+
+    def same_key(rule: ValidRule) -> str | None:
+        if rule.key in seen:
+            return rule_conflict_message(*rule.key)
+        seen.add(rule.key)
+        return None
+
+    read.sort_out(rule_drafts_from(validated), rule_validate, same_key)
+    return read
 
 
-def instances_read(content: bytes | str, source: str) -> list[ValidInstance]:
+def instances_read(content: bytes | str, source: str) -> FileEntries:
     """The instances of an import file (`{"instances": [...]}`, as export writes it)."""
     now = timezone.now()
-    drafts = instance_drafts_from(_document(content, source=source,
-                                            serializer_class=InstanceCreateSerializer))
-    seen, instances = set(), []
-    for index, draft in enumerate(drafts):
-        if draft is None:
-            raise InvalidParameter(f"instances[{index}]: null entry")
-        try:
-            instance = instance_validate(draft, now=now)
-        except InvalidParameter as exc:
-            raise InvalidParameter(f"instances[{index}]: {exc.message}") from exc
+    _, validated, problems = _document(content, source=source, key_of=lambda _: "instances",
+                                       serializer_class=InstanceCreateSerializer)
+    read, seen = FileEntries("instances", problems=problems), set()
+
+    def same_key(instance: ValidInstance) -> str | None:
         if instance.instance_id in seen:
-            raise InvalidParameter(f"instances[{index}]: Duplicated instance: "
-                                   f"{instance.instance_id}")
+            return f"Duplicated instance: {instance.instance_id}"
         seen.add(instance.instance_id)
-        instances.append(instance)
-    return instances
+        return None
+
+    read.sort_out(instance_drafts_from(validated), lambda draft: instance_validate(draft, now=now),
+               same_key)
+    return read
 
 
 @dataclass(frozen=True)
@@ -128,9 +171,27 @@ class Transfer:
     noun: str
     filename: str
     export: Callable[[], Export]
-    read: Callable[[bytes | str, str], Sequence]  # (content, source)
+    read: Callable[[bytes | str, str], FileEntries]  # (content, source)
     plan: Callable[..., ImportPlan]  # (entries, replace=)
     apply: Callable[..., ImportPlan]  # (entries, requester=, replace=, update=, expected=, …)
+
+    def check(self, content: bytes | str, source: str, *, replace: bool,
+              update: bool) -> tuple[list, ImportPlan]:
+        """The entries of a file and the plan of their import, or BadEntries naming every bad
+        entry at once: unreadable, invalid, the key of an earlier entry, and (without `update`)
+        different from the stored entry of its key. The commands and the admin both check
+        files here."""
+        read = self.read(content, source)
+        if update:
+            entries = read.valid(source)
+            return entries, self.plan(entries, replace=replace)
+        plan = self.plan(read.entries, replace=replace and not read.problems)
+        for position, line in zip(plan.differing, plan.updated, strict=True):
+            index = read.indices[position]
+            read.problems[index] = (f"{read.key}[{index}]: Differs from the stored "
+                                    f"{self.noun}: {line}")
+        read.valid(source, differing=len(plan.differing))
+        return read.entries, plan
 
 
 RULES = Transfer("rule", "rules.json", rules_export, rules_read, rule_import_plan, rule_import)

@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import OperationalError
 
 from conventions.exceptions import ArrowheadError
+from store.file_entries import BadEntries
 from store.files import Transfer
 from store.services.imports import ImportPlan, ImportRefused
 
@@ -44,16 +45,16 @@ class ImportCommand(BaseCommand):
                             help="remove without asking (needed without a terminal)")
 
     def handle(self, *args, **options) -> None:
-        entries = self._read(options["file"])
-        replace = options["replace"]
+        source, replace = options["file"], options["replace"]
+        content = self._read(source)
         try:
-            plan = self.transfer.plan(entries, replace=replace)
+            # A dry run lists the entries that differ as updates; an import refuses them.
+            entries, plan = self.transfer.check(content, source, replace=replace,
+                                                update=options["update"] or options["dry_run"])
             if options["dry_run"]:
                 self._print_plan(plan, options["verbosity"])
                 self.stdout.write("Dry run: nothing written.")
                 return
-            if plan.updated and not options["update"]:
-                raise ImportRefused(plan)
             confirmed = None
             if plan.removed and not options["yes"]:
                 self._confirm_removal(plan, options.get("stdin") or sys.stdin)
@@ -62,7 +63,13 @@ class ImportCommand(BaseCommand):
                 entries, requester=options.get("requester"), replace=replace,
                 update=options["update"], expected=confirmed,
                 progress=progress_bar(self.stderr, f"Importing {self.noun}s"))
-        except ImportRefused as exc:
+        except BadEntries as exc:
+            for problem in exc.problems:  # every one, one a line
+                self.stderr.write(problem)
+            hint = (f" Run with --update to overwrite the {exc.differing} that differ "
+                    "(--dry-run lists every change)." if exc.differing else "")
+            raise CommandError(f"{exc.summary}.{hint}") from exc
+        except ImportRefused as exc:  # entries changed by another writer since the check
             raise CommandError(f"{exc.message}. Run with --update to overwrite them "
                                "(--dry-run lists every change).") from exc
         except (ArrowheadError, OperationalError) as exc:  # refused, or a concurrent writer
@@ -75,16 +82,12 @@ class ImportCommand(BaseCommand):
     def noun(self) -> str:
         return self.transfer.noun
 
-    def _read(self, path: str) -> list:
+    def _read(self, path: str) -> bytes:
         try:
             with open(path, "rb") as file:
-                content = file.read()
+                return file.read()
         except OSError as exc:
             raise CommandError(f"Cannot read {path}: {exc}") from exc
-        try:
-            return self.transfer.read(content, path)
-        except ArrowheadError as exc:
-            raise CommandError(exc.message) from exc
 
     def _print_plan(self, plan: ImportPlan, verbosity: int) -> None:
         sections = (("To create", plan.created, "+"), ("To update", plan.updated, "~"),

@@ -30,13 +30,15 @@ SHOWN = 10  # entries a refusal names
 
 @dataclass(frozen=True)
 class ImportPlan:
-    """What an import changes, each entry as a line an operator reads."""
+    """What an import changes, each entry as a line an operator reads; `differing`: the
+    position in the imported entries of each `updated` one."""
 
     noun: str
     created: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    differing: list[int] = field(default_factory=list)
 
     @property
     def digest(self) -> str:
@@ -104,7 +106,7 @@ class _RuleWork:
 def _rule_work(rules: Sequence, *, replace: bool) -> _RuleWork:
     stored = _stored_rules(rules, replace=replace)
     work = _RuleWork(ImportPlan("rule"))
-    for rule in rules:
+    for position, rule in enumerate(rules):
         found = stored.pop(rule.key, None)
         line = _rule_line(rule.consumer, str(rule.instance), rule.priority)
         if found is None:
@@ -115,6 +117,7 @@ def _rule_work(rules: Sequence, *, replace: bool) -> _RuleWork:
         else:
             work.update.append((found[0], rule))
             work.plan.updated.append(f"{line}, was {found[1]}")
+            work.plan.differing.append(position)
     if replace:
         for (consumer, _, priority), (rule_id, instance_id) in sorted(stored.items()):
             work.remove.append((rule_id, consumer))
@@ -199,13 +202,14 @@ def _instance_work(instances: Sequence[ValidInstance], *, replace: bool) -> _Ins
         stored.update((i.service_instance_id, i) for i in ServiceInstance.objects.filter(
             service_instance_id__in=ids[start:start + _CHUNK]).prefetch_related("interfaces"))
     work = _InstanceWork(ImportPlan("instance"))
-    for instance in instances:
+    for position, instance in enumerate(instances):
         found = stored.get(instance.instance_id)
         differences = _differences(found, instance) if found else []
         if found is None:
             work.plan.created.append(instance.instance_id)
         elif differences:
             work.plan.updated.append(f"{instance.instance_id} ({', '.join(differences)})")
+            work.plan.differing.append(position)
         else:
             work.plan.unchanged.append(instance.instance_id)
             continue

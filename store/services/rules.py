@@ -41,7 +41,7 @@ class ValidRule:
         return self.consumer, self.instance.service_definition, self.priority
 
 
-def _conflict_message(consumer: str, service_definition: str, priority: int) -> str:
+def rule_conflict_message(consumer: str, service_definition: str, priority: int) -> str:
     return ("Conflicting rules, the combination of the following fields should be unique: "
             f"{consumer}, service definition: {service_definition}, priority: {priority}")
 
@@ -67,7 +67,7 @@ def rules_ensure_distinct(rules: Sequence[ValidRule]) -> None:
     seen: set[tuple[str, str, int]] = set()
     for rule in rules:
         if rule.key in seen:
-            raise InvalidParameter(_conflict_message(*rule.key))
+            raise InvalidParameter(rule_conflict_message(*rule.key))
         seen.add(rule.key)
 
 
@@ -162,7 +162,7 @@ def _ensure_unique_after(changes: dict[uuid.UUID, int], rules: Iterable[Rule]) -
     for rule in rules:
         key = (rule.consumer, rule.service_definition, changes.get(rule.id, rule.priority))
         if key in taken:
-            raise InvalidParameter(_conflict_message(*key))
+            raise InvalidParameter(rule_conflict_message(*key))
         taken.add(key)
 
 

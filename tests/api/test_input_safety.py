@@ -135,13 +135,18 @@ class UrlAndHeaderTests:
 class ImportFileTests:
     """The import commands read JSON files: the same check as request bodies."""
 
-    @pytest.mark.parametrize("command, document", [
-        ("import_instances", {"instances": [{"systemName": "P", "metadata": {"a": "\x00"}}]}),
-        ("import_rules", {"entries": [{"consumer": "\ud800"}]}),
+    @pytest.mark.parametrize("command, document, path", [
+        ("import_instances", {"instances": [{"systemName": "P", "metadata": {"a": "\x00"}}]},
+         "instances[0].metadata.a: NUL characters (U+0000) are not allowed."),
+        ("import_rules", {"entries": [{"consumer": "\ud800"}]},
+         "entries[0].consumer: Unpaired surrogates (U+D800 to U+DFFF) are not allowed."),
     ])
-    def test_it_refuses_a_file_with_what_cannot_be_stored(self, tmp_path, command, document):
+    def test_it_refuses_a_file_with_what_cannot_be_stored(self, tmp_path, command, document,
+                                                          path):
         source = tmp_path / "import.json"
         source.write_text(json.dumps(document))
-        with pytest.raises(CommandError, match="(NUL characters|Unpaired surrogates)"):
-            call_command(command, str(source), stderr=io.StringIO())
+        err = io.StringIO()
+        with pytest.raises(CommandError, match="1 bad entry"):
+            call_command(command, str(source), stderr=err)
+        assert err.getvalue().splitlines() == [path]
         assert not ServiceInstance.objects.exists() and not Rule.objects.exists()

@@ -62,8 +62,15 @@ class ArrowheadFourImportTests:
         assert stored() == []
 
     def test_it_writes_nothing_while_rules_cannot_be_imported(self, file):
+        out, err = io.StringIO(), io.StringIO()
         with pytest.raises(CommandError, match="2 rule\\(s\\) cannot be imported"):
-            run("import_flexible_rules", file, "--arrowhead-4.6")
+            call_command("import_flexible_rules", file, "--arrowhead-4.6", stdout=out,
+                         stderr=err)
+        assert err.getvalue().splitlines() == [  # every refused rule, one a line
+            "#3: interface MQTT-JSON has no Arrowhead 5 interface template (known: "
+            "HTTP-INSECURE-JSON, HTTP-SECURE-JSON)",
+            "#4: Provider name or provider metadata requirements are missing"]
+        assert out.getvalue() == ""
         assert stored() == []
 
     def test_it_creates_the_translatable_rules_when_told_to_skip_the_others(self, file):
@@ -77,16 +84,18 @@ class ArrowheadFourImportTests:
         assert "Stored already, skipped: 2 rule(s): #1, #2" in again
         assert len(stored()) == 2
 
-    @pytest.mark.parametrize("content, message", [
-        ('[{"consumerSystem": {"systemName": "\\ud800"}}]', "Unpaired surrogates"),
-        ("{not json", "Expecting property name"),
-        ('{"rules": []}', "An Arrowhead 4.6 file holds a JSON list"),
+    @pytest.mark.parametrize("content, flags, message", [
+        ('{"data": [], "count": "\\ud800"}', ["--arrowhead-4.6"], "count: Unpaired surrogates"),
+        ("{not json", ["--arrowhead-4.6"], "Expecting property name"),
+        ('{"rules": []}', ["--arrowhead-4.6"], "An Arrowhead 4.6 file holds a JSON list"),
+        ('{"entries": [], "note": "\\u0000"}', [], "note: NUL characters"),
+        ('{"entries": {}}', [], "entries: Expected a list of items"),
     ])
-    def test_it_refuses_unreadable_files(self, tmp_path, content, message):
+    def test_it_refuses_unreadable_files(self, tmp_path, content, flags, message):
         path = tmp_path / "bad.json"
         path.write_text(content)
         with pytest.raises(CommandError, match=message):
-            run("import_flexible_rules", str(path), "--arrowhead-4.6")
+            run("import_flexible_rules", str(path), *flags)
 
 
 class ExportImportTests:
@@ -112,11 +121,20 @@ class ExportImportTests:
 
     def test_an_invalid_rule_in_our_format_refuses_the_import(self, tmp_path):
         path = tmp_path / "rules.json"
-        path.write_text(json.dumps({"entries": [{"consumer": "Car1", "provider": "P",
-                                                 "serviceDefinition": "s"},
-                                                {"consumer": "Car1"}]}))
-        with pytest.raises(CommandError, match="1 rule\\(s\\) cannot be imported"):
-            run("import_flexible_rules", str(path))
+        path.write_text(json.dumps({"entries": [
+            {"consumer": "Car1", "provider": "P", "serviceDefinition": "s"},
+            {"consumer": "Car1"},
+            {"consumer": "Car1", "provider": "P", "serviceDefinition": "s", "priority": "x"},
+            {"consumer": "Car\x00", "provider": "P", "serviceDefinition": "s"},
+            None]}))
+        err = io.StringIO()
+        with pytest.raises(CommandError, match="4 rule\\(s\\) cannot be imported"):
+            call_command("import_flexible_rules", str(path), stdout=io.StringIO(), stderr=err)
+        assert err.getvalue().splitlines() == [
+            "#2: Service definition is missing",
+            "#3: priority: A valid integer is required.",
+            "#4: consumer: NUL characters (U+0000) are not allowed.",
+            "#5: null entry"]
         assert stored() == []
 
 

@@ -29,6 +29,13 @@ def confirm(client, changelist: str, response):
     return client.post(f"{changelist}import/confirm/", {"digest": response.context["plan"].digest})
 
 
+def errors(response) -> list[str]:
+    """The form's errors above its fields (the admin's errorlist), after the error note."""
+    html = response.content.decode()
+    assert '<p class="errornote">' in html and '<ul class="errorlist nonfield">' in html
+    return list(response.context["form"].non_field_errors())
+
+
 def keys() -> set[tuple]:
     return set(Rule.objects.values_list("consumer", "service_instance_id", "priority"))
 
@@ -85,11 +92,78 @@ class RuleAdminImportTests:
         assert "Confirm import" not in response.content.decode()
 
     def test_it_refuses_changed_rules_unless_updates_are_ticked(self, admin_client, stored):
-        response = preview(admin_client, RULES, {"entries": [entry("C", "R|svc|1.0.0", 2)]})
-        assert response.context["refused"] and "Confirm import" not in response.content.decode()
-        response = confirm(admin_client, RULES, response)  # a hand-made confirmation
+        data = {"entries": [entry("C", "R|svc|1.0.0", 2)]}
+        response = preview(admin_client, RULES, data)
+        assert response.context["plan"] is None
+        assert errors(response) == [
+            "1 bad entry in rules.json, nothing imported. Tick “Update entries that differ” to "
+            "overwrite the 1 that differ.",
+            "entries[0]: Differs from the stored rule: C → R|svc|1.0.0 (priority 2), was "
+            "Q|svc|1.0.0"]
+        assert "Confirm import" not in response.content.decode()
+        response = admin_client.post(f"{RULES}import/confirm/", {"digest": "x"})  # hand-made
         assert response.status_code == 302 and response.url == f"{RULES}import/"
         assert ("C", "Q|svc|1.0.0", 2) in keys()
+        response = preview(admin_client, RULES, data, update="on")
+        assert response.context["plan"].updated == [
+            "C → R|svc|1.0.0 (priority 2), was Q|svc|1.0.0"]
+
+    def test_it_lists_every_bad_entry_at_once(self, admin_client, stored):
+        data = {"entries": [entry("C", "R|svc|1.0.0", 2), entry("E", "P|svc|1.0.0", 1),
+                            entry("E", "P|svc|1.0.0", 0), entry("E", "P|svc|1.0.0", "2"),
+                            entry("e", "Q|svc|1.0.0", 1), entry("2nd", "P|svc|1.0.0", 1)]}
+        response = preview(admin_client, RULES, data, replace="on")
+        assert errors(response) == [
+            "5 bad entries in rules.json, nothing imported. Tick “Update entries that differ” "
+            "to overwrite the 1 that differ.",
+            "entries[0]: Differs from the stored rule: C → R|svc|1.0.0 (priority 2), was "
+            "Q|svc|1.0.0",
+            "entries[2]: Priority should be positive",
+            "entries[3].priority: A valid integer is required.",
+            "entries[4]: Conflicting rules, the combination of the following fields should be "
+            "unique: E, service definition: svc, priority: 1",
+            "entries[5]: The specified system name does not match the naming convention: 2nd"]
+        assert len(keys()) == 3
+
+    def test_it_lists_the_first_bad_entries_and_counts_the_rest(self, admin_client, stored,
+                                                               monkeypatch):
+        monkeypatch.setattr("store.admin_import.SHOWN", 2)
+        data = {"entries": [entry(f"C{n}", "P|svc|1.0.0", 0) for n in range(5)]}
+        assert errors(preview(admin_client, RULES, data)) == [
+            "5 bad entries in rules.json, nothing imported.",
+            "entries[0]: Priority should be positive", "entries[1]: Priority should be positive",
+            "… and 3 more: manage.py import_rules FILE --dry-run lists them all."]
+
+    def test_the_import_page_is_laid_out_as_the_admin_s_change_forms(self, admin_client):
+        page = admin_client.get(f"{RULES}import/")
+        html = page.content.decode()
+        assert '<body class=" app-store model-rule change-form"' in html
+        assert "admin/css/forms.css" in html
+        assert ('<div class="breadcrumbs">\n<a href="/admin/">Home</a>\n&rsaquo; <a '
+                'href="/admin/store/">Store</a>\n&rsaquo; <a href="/admin/store/rule/">Rules</a>'
+                "\n&rsaquo; Import\n</div>") in html
+        assert '<fieldset class="module aligned ">' in html
+        assert html.count('<div class="form-row') == 3
+        assert '<div class="form-row field-file">' in html
+        assert '<div class="flex-container checkbox-row">' in html  # the two choices
+        assert '<div class="help" id="id_file_helptext">' in html
+        assert '<div class="submit-row">' in html and 'class="default" value="Preview"' in html
+        assert "<title>Import rules | Service Orchestration admin</title>" in html
+        assert "errornote" not in html
+        page = admin_client.post(f"{RULES}import/", {"replace": "on"})  # no file
+        html = page.content.decode()
+        assert '<p class="errornote">\n    Please correct the error below.' in html
+        assert '<div class="form-row errors field-file">' in html
+        assert '<ul class="errorlist" id="id_file_error"><li>This field is required.</li>' in html
+        assert "<title>Error: Import rules | Service Orchestration admin</title>" in html
+
+    def test_the_preview_confirms_in_a_submit_row(self, admin_client, stored):
+        response = preview(admin_client, RULES, {"entries": [entry("E", "P|svc|1.0.0", 1)]})
+        html = response.content.decode()
+        assert '<div class="module" id="import-preview">' in html
+        confirm_form = html[html.index('id="rule_import_confirm"'):]
+        assert confirm_form.index('<div class="submit-row">') < confirm_form.index(
+            'value="Confirm import"') < confirm_form.index('class="closelink">Cancel</a>')
 
     def test_it_refuses_a_confirmation_when_the_rules_changed_since_the_preview(self, admin_client,
                                                                                  stored):
@@ -111,6 +185,7 @@ class RuleAdminImportTests:
         response = preview(admin_client, RULES, content, replace="on")
         assert response.status_code == 200 and response.context["plan"] is None
         assert message in response.content.decode()
+        assert '<ul class="errorlist nonfield">' in response.content.decode()
         assert len(keys()) == 3
 
     def test_it_lets_only_staff_who_may_add_change_and_delete_import(self, client, stored):

@@ -27,6 +27,16 @@ def import_file(tmp_path, data, *args: str) -> str:
     return err.getvalue()
 
 
+def refused_import(tmp_path, data, *args: str) -> tuple[list[str], str]:
+    """The lines import_instances writes on stderr before it fails, and its error."""
+    source = tmp_path / "import.json"
+    source.write_text(json.dumps(data))
+    err = io.StringIO()
+    with pytest.raises(CommandError) as error:
+        call_command("import_instances", str(source), *args, stderr=err)
+    return err.getvalue().splitlines(), str(error.value)
+
+
 def snapshot() -> list[tuple]:
     return [(i.service_instance_id, i.expires_at, i.metadata,
              [(f.template_name, f.protocol, f.policy, f.properties) for f in i.interfaces.all()])
@@ -82,12 +92,12 @@ class InstanceImportExportTests:
     def test_it_updates_a_changed_instance_only_when_asked(self, tmp_path):
         make_instances(instance_body("Alpha"))
         changed = {"instances": [instance_body("Alpha", interfaces=[mqtt_interface()])]}
-        with pytest.raises(CommandError) as error:
-            import_file(tmp_path, changed)
-        assert str(error.value) == (
-            "1 instance(s) in the file differ from the stored ones, nothing imported: "
-            "Alpha|temperatureInfo|1.0.0 (interfaces). Run with --update to overwrite them "
-            "(--dry-run lists every change).")
+        lines, error = refused_import(tmp_path, changed)
+        assert lines == ["instances[0]: Differs from the stored instance: "
+                         "Alpha|temperatureInfo|1.0.0 (interfaces)"]
+        assert error == (f"1 bad entry in {tmp_path / 'import.json'}, nothing imported. Run "
+                         "with --update to overwrite the 1 that differ (--dry-run lists every "
+                         "change).")
         assert ServiceInstance.objects.get().interfaces.get().template_name == "generic_http"
         output = import_file(tmp_path, changed, "--update")
         assert "0 created, 1 updated, 0 unchanged, 0 removed." in output
@@ -102,17 +112,16 @@ class InstanceImportExportTests:
                          stderr=io.StringIO())
         assert list(ServiceInstance.objects.values_list("provider", flat=True)) == ["Stored"]
 
-    @pytest.mark.parametrize("data, message", [
-        ({"instances": [instance_body("A"), instance_body("B", interfaces=[])]},
-         "instances[1]: Service interface list is empty"),
-        ({"instances": [instance_body("A"), instance_body("a")]},
-         "instances[1]: Duplicated instance: A|temperatureInfo|1.0.0"),
-        ({"instances": [instance_body(5)]}, "instances[0].systemName: Not a valid string."),
-    ])
-    def test_it_validates_everything_first_and_writes_nothing_on_error(self, tmp_path, data,
-                                                                       message):
+    def test_it_validates_everything_first_and_lists_every_bad_entry(self, tmp_path):
         make_instances(instance_body("Stored"))
-        with pytest.raises(CommandError) as error:
-            import_file(tmp_path, data)
-        assert str(error.value) == message
+        data = {"instances": [instance_body("A"), instance_body("B", interfaces=[]),
+                              instance_body("a"), instance_body(5),
+                              instance_body("Stored", interfaces=[mqtt_interface()])]}
+        lines, error = refused_import(tmp_path, data)
+        assert lines == ["instances[1]: Service interface list is empty",
+                         "instances[2]: Duplicated instance: A|temperatureInfo|1.0.0",
+                         "instances[3].systemName: Not a valid string.",
+                         "instances[4]: Differs from the stored instance: "
+                         "Stored|temperatureInfo|1.0.0 (interfaces)"]
+        assert error.startswith(f"4 bad entries in {tmp_path / 'import.json'}, nothing imported.")
         assert list(ServiceInstance.objects.values_list("provider", flat=True)) == ["Stored"]

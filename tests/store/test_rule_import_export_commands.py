@@ -18,15 +18,27 @@ def export(tmp_path) -> dict:
 
 
 def import_rules(tmp_path, data, *args: str) -> str:
-    source = tmp_path / "import.json"
-    source.write_text(json.dumps(data))
     err = io.StringIO()
-    call_command("import_rules", str(source), *args, stderr=err)
+    import_rules_into(tmp_path, data, *args, stderr=err)
     return err.getvalue()
 
 
 def keys() -> set[tuple]:
     return set(Rule.objects.values_list("consumer", "service_instance_id", "priority"))
+
+
+def refused_import(tmp_path, data, *args: str) -> tuple[list[str], str]:
+    """The lines import_rules writes on stderr before it fails, and its error."""
+    err = io.StringIO()
+    with pytest.raises(CommandError) as error:
+        import_rules_into(tmp_path, data, *args, stderr=err)
+    return err.getvalue().splitlines(), str(error.value)
+
+
+def import_rules_into(tmp_path, data, *args: str, **streams) -> None:
+    source = tmp_path / "import.json"
+    source.write_text(json.dumps(data))
+    call_command("import_rules", str(source), *args, **streams)
 
 
 class ExportRulesCommandTests:
@@ -81,22 +93,60 @@ class ImportRulesCommandTests:
         ({"entries": [entry("C", "P|svc|1.0.0", "1")]},
          "entries[0].priority: A valid integer is required."),
         ({"entries": [entry("C", "P|svc|1.0.0", 1), entry("C", "Q|svc|1.0.0", 1)]},
-         "Conflicting rules, the combination of the following fields should be unique: C, "
-         "service definition: svc, priority: 1"),
-        ({"entries": [entry("Stored", "Q|svc|1.0.0", 1)]},
-         "1 rule(s) in the file differ from the stored ones, nothing imported: Stored → "
-         "Q|svc|1.0.0 (priority 1), was P|svc|1.0.0. Run with --update to overwrite them "
-         "(--dry-run lists every change)."),
+         "entries[1]: Conflicting rules, the combination of the following fields should be "
+         "unique: C, service definition: svc, priority: 1"),
         ({"entries": [entry("C", "bad", 1)]},
          "entries[0]: The specified service instance identifier does not match the naming "
          "convention: bad"),
+        ({"entries": [None]}, "entries[0]: null entry"),
+        ({"candidates": [entry("C", "P|svc|1.0.0", 1), {"consumer": "C\x00"}]},
+         "candidates[1].consumer: NUL characters (U+0000) are not allowed."),
     ])
     def test_it_validates_everything_and_writes_nothing_on_error(self, tmp_path, data, message):
         make_rules(("Stored", "P|svc|1.0.0", 1))
-        with pytest.raises(CommandError) as error:
-            import_rules(tmp_path, data)
-        assert str(error.value) == message
+        lines, error = refused_import(tmp_path, data)
+        assert lines == [message]
+        assert error == f"1 bad entry in {tmp_path / 'import.json'}, nothing imported."
         assert keys() == {("Stored", "P|svc|1.0.0", 1)}
+
+    def test_it_lists_every_bad_entry_at_once_in_file_order(self, tmp_path):
+        make_rules(("Stored", "P|svc|1.0.0", 1))
+        data = {"entries": [
+            entry("Stored", "Q|svc|1.0.0", 1),  # differs from the stored rule
+            entry("C", "P|svc|1.0.0", 0),
+            entry("C", "P|svc|1.0.0", 1),
+            entry("C", "P|svc|1.0.0", "x"),
+            entry("c", "Q|svc|1.0.0", 1),  # the key of entries[2] once normalized
+            entry("D", "bad", 1),
+            entry("E", "P|svc|1.0.0", 1),  # good
+            {"consumer": "F\x00", "serviceInstanceId": "P|svc|1.0.0", "priority": 1},
+        ]}
+        lines, error = refused_import(tmp_path, data)
+        assert lines == [
+            "entries[0]: Differs from the stored rule: Stored → Q|svc|1.0.0 (priority 1), was "
+            "P|svc|1.0.0",
+            "entries[1]: Priority should be positive",
+            "entries[3].priority: A valid integer is required.",
+            "entries[4]: Conflicting rules, the combination of the following fields should be "
+            "unique: C, service definition: svc, priority: 1",
+            "entries[5]: The specified service instance identifier does not match the naming "
+            "convention: bad",
+            "entries[7].consumer: NUL characters (U+0000) are not allowed."]
+        assert error == (f"6 bad entries in {tmp_path / 'import.json'}, nothing imported. Run "
+                         "with --update to overwrite the 1 that differ (--dry-run lists every "
+                         "change).")
+        assert keys() == {("Stored", "P|svc|1.0.0", 1)}
+        lines, error = refused_import(tmp_path, data, "--update")  # differing is allowed now
+        assert len(lines) == 5 and lines[0].startswith("entries[1]: ")
+        assert error == f"5 bad entries in {tmp_path / 'import.json'}, nothing imported."
+        lines, _ = refused_import(tmp_path, data, "--dry-run")  # a dry run lists them too
+        assert len(lines) == 5
+        assert keys() == {("Stored", "P|svc|1.0.0", 1)}
+
+    def test_each_bad_entry_is_one_line(self, tmp_path):
+        lines, _ = refused_import(tmp_path, {"entries": [entry("C", "bad\nid", 1)]})
+        assert lines == ["entries[0]: The specified service instance identifier does not match "
+                         "the naming convention: bad\\nid"]
 
     def test_it_refuses_an_unreadable_file(self, tmp_path):
         source = tmp_path / "broken.json"
@@ -156,8 +206,9 @@ class ImportRulesIdempotenceTests:
 
     def test_it_updates_a_changed_rule_only_when_asked(self, tmp_path, stored):
         data = {"entries": [entry("C", "R|svc|1.0.0", 2)]}
-        with pytest.raises(CommandError, match=r"C → R\|svc\|1.0.0 \(priority 2\), was Q"):
-            run_import(tmp_path, data)
+        lines, _ = refused_import(tmp_path, data)
+        assert lines == ["entries[0]: Differs from the stored rule: C → R|svc|1.0.0 (priority 2), "
+                         "was Q|svc|1.0.0"]
         assert keys() == {(r.consumer, r.service_instance_id, r.priority) for r in stored}
         _, err = run_import(tmp_path, data, "--update", "--as", "PlantAdmin")
         assert "0 created, 1 updated, 0 unchanged, 0 removed." in err

@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from api.input_safety import json_problem
 from conventions import names
 from conventions.exceptions import InvalidParameter
+from store.file_entries import entries_typed, one_line
 from store.serializers.flexible_rules import (
     FlexibleRuleCreateSerializer,
     flexible_rule_drafts_from,
@@ -35,8 +36,10 @@ class Command(BaseCommand):
             'export_flexible_rules output ({"entries": [...]}), or with --arrowhead-4.6 '
             "Arrowhead 4.6 flexible store rules (a list of OrchestratorStoreFlexibleRequestDTO, "
             'or its list response with them in "data"), translated. Rules stored already are '
-            "skipped; the others are created in one transaction. --dry-run lists what would be "
-            "created and what cannot be translated, writing nothing.")
+            "skipped; the others are created in one transaction. Every rule that cannot be "
+            "imported is listed on stderr (#n: why), and then nothing is written unless "
+            "--skip-refused. --dry-run lists what would be created and what cannot be "
+            "imported, writing nothing.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file")
@@ -60,50 +63,64 @@ class Command(BaseCommand):
                 data = json.load(source)
         except (OSError, ValueError) as exc:
             raise CommandError(f"{options['file']}: {exc}") from exc
-        problem = json_problem(data)  # what the API's input gate refuses (lone surrogates, …)
-        if problem is not None:
-            raise CommandError(f"{options['file']}: {problem}")
         try:
-            drafts = self._drafts(data, options["arrowhead_46"])
+            drafts = self._drafts(data, arrowhead_46=options["arrowhead_46"])
         except InvalidParameter as exc:
-            raise CommandError(exc.message) from exc
+            raise CommandError(f"{options['file']}: {exc.message}") from exc
         plan = flexible_imports_plan(drafts)
-        verb = "Would create" if options["dry_run"] else "Creating"
-        self.stdout.write(f"{verb} {len(plan.created)} rule(s):")
-        for number, rule in plan.created:
-            self.stdout.write(f"  #{number}: {_describe(rule)}")
-        if plan.stored:
-            self.stdout.write(f"Stored already, skipped: {len(plan.stored)} rule(s): "
-                              + ", ".join(f"#{n}" for n, _ in plan.stored))
-        if plan.refused:
-            self.stdout.write(f"Cannot import {len(plan.refused)} rule(s):")
-            for number, reason in plan.refused:
-                self.stdout.write(f"  #{number}: {reason}")
         if options["dry_run"]:
+            self._print_plan(plan, "Would create")
             self.stdout.write("Dry run: nothing written.")
             return
+        for number, reason in plan.refused:  # every one, one a line
+            self.stderr.write(f"#{number}: {one_line(reason)}")
         if plan.refused and not options["skip_refused"]:
             raise CommandError(f"{len(plan.refused)} rule(s) cannot be imported; nothing "
                                "written (--skip-refused creates the others)")
+        self._print_plan(plan, "Creating")
         try:
             flexible_rules_store([rule for _, rule in plan.created], requester=requester)
         except InvalidParameter as exc:  # a rule created meanwhile by someone else
             raise CommandError(f"{exc.message}; nothing written") from exc
         self.stdout.write(f"Created {len(plan.created)} rule(s).")
 
-    def _drafts(self, data, arrowhead_46: bool) -> list:
+    def _print_plan(self, plan, verb: str) -> None:
+        """What is created and skipped; in a dry run also what cannot be imported."""
+        self.stdout.write(f"{verb} {len(plan.created)} rule(s):")
+        for number, rule in plan.created:
+            self.stdout.write(f"  #{number}: {_describe(rule)}")
+        if plan.stored:
+            self.stdout.write(f"Stored already, skipped: {len(plan.stored)} rule(s): "
+                              + ", ".join(f"#{n}" for n, _ in plan.stored))
+        if plan.refused and verb == "Would create":
+            self.stdout.write(f"Cannot import {len(plan.refused)} rule(s):")
+            for number, reason in plan.refused:
+                self.stdout.write(f"  #{number}: {reason}")
+
+    def _drafts(self, data, *, arrowhead_46: bool) -> list:
+        """One draft per entry of the file, or the InvalidParameter it is refused with (its
+        message relative to the entry: `priority: A valid integer is required.`)."""
         if arrowhead_46:
             drafts = []
-            for entry in arrowhead_46_entries(data):
+            entries = arrowhead_46_entries(data)
+            if isinstance(data, dict):  # a list response: the rest of it (`count`)
+                problem = json_problem({k: v for k, v in data.items() if k != "data"})
+                if problem is not None:
+                    raise InvalidParameter(problem)
+            for entry in entries:
                 try:
+                    problem = json_problem(entry)  # what the API's input gate refuses
+                    if problem is not None:
+                        raise InvalidParameter(problem)
                     drafts.append(arrowhead_46_draft(entry))
                 except InvalidParameter as exc:
                     drafts.append(exc)
             return drafts
-        serializer = FlexibleRuleCreateSerializer(data=data)
-        if not isinstance(data, dict) or not serializer.is_valid():
+        if not isinstance(data, dict):
             raise InvalidParameter('The file holds no flexible rules in the create shape '
-                                   '({"entries": [...]})'
-                                   + (f": {serializer.errors}" if isinstance(data, dict) else ""))
-        return [draft if draft is not None else InvalidParameter("null entry")
-                for draft in flexible_rule_drafts_from(serializer.validated_data)]
+                                   '({"entries": [...]})')
+        validated, problems = entries_typed(data, FlexibleRuleCreateSerializer, key="entries",
+                                            path_of=lambda index: "")
+        return [InvalidParameter(problems[index]) if index in problems
+                else draft if draft is not None else InvalidParameter("null entry")
+                for index, draft in enumerate(flexible_rule_drafts_from(validated))]
