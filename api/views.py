@@ -1,12 +1,13 @@
 """Service-wide endpoints: liveness (echo) and the JSON answer for unknown paths. Readiness
 (health) is observability/health_endpoint.py."""
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from api.errors import error_response
 from api.operations import UNKNOWN_MANAGEMENT_OPERATION, ServiceOperation
 from api.plain_text import text_response
 from api.schema import ErrorResponseSerializer
@@ -39,7 +40,7 @@ class NotFoundApi(APIView):
         return UNKNOWN_MANAGEMENT_OPERATION if "/mgmt/" in self.request.path else None
 
     def _not_found(self, request: Request, *args: object, **kwargs: object) -> HttpResponse:
-        raise DataNotFound(f"No such endpoint: {request.method} {request.path}")
+        raise DataNotFound(_no_such_endpoint(request))
 
     get = post = put = patch = delete = head = options = _not_found
 
@@ -47,3 +48,13 @@ class NotFoundApi(APIView):
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """handler404: Http404 raised outside the API views answers with the envelope too."""
     return NotFoundApi.as_view()(request)
+
+
+def no_such_endpoint(request: HttpRequest) -> JsonResponse:
+    """The 404 of an unknown path at once, without asking who calls: for a path that is there
+    only when a feature is on (`/metrics`), so that off it reads as absent, not as a login."""
+    return error_response(request, 404, DataNotFound.exception_type, _no_such_endpoint(request))
+
+
+def _no_such_endpoint(request: HttpRequest) -> str:
+    return f"No such endpoint: {request.method} {request.path}"

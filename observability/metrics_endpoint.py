@@ -14,7 +14,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from api.errors import error_response
-from api.views import not_found
+from api.views import no_such_endpoint
 from conventions.exceptions import AuthError, InvalidParameter
 from observability.metrics_state import StateCollector
 
@@ -24,7 +24,7 @@ TOKEN_MISSING = "The metrics need `Authorization: Bearer <METRICS_TOKEN>`"
 @csrf_exempt  # as every API view: a POST is answered 405 (or as an unknown path), not 403
 def metrics(request: HttpRequest) -> HttpResponse:
     if not settings.METRICS_ENABLED:
-        return not_found(request)
+        return no_such_endpoint(request)  # not a 401: off, there is nothing to log in to
     if request.method not in ("GET", "HEAD"):
         response = error_response(request, 405, InvalidParameter.exception_type,
                                   f'Method "{request.method}" not allowed.')

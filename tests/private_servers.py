@@ -38,10 +38,11 @@ START_TIMEOUT_SECONDS = 60
 # The Debian/Ubuntu package of each binary the run may need.
 PACKAGES = {"initdb": "postgresql", "postgres": "postgresql", "redis-server": "redis-server",
             "mosquitto": "mosquitto", "mosquitto_sub": "mosquitto-clients",
-            "nginx": "nginx-light"}
-# Always needed: tests start brokers of their own and the README's listener, and the web
-# process's front (nginx, config/front.py).
-ALWAYS_NEEDED = ("mosquitto", "mosquitto_sub", "nginx")
+            "nginx": "nginx-light", "promtool": "prometheus"}
+# Always needed: tests start brokers of their own and the README's listener, the web
+# process's front (nginx, config/front.py), and promtool, which checks the alert rules and
+# the Prometheus configuration of deploy/monitoring/ (the package's server is not used).
+ALWAYS_NEEDED = ("mosquitto", "mosquitto_sub", "nginx", "promtool")
 SERVER_BINARIES = {"PostgreSQL": ("initdb", "postgres"), "Redis": ("redis-server",),
                    "Mosquitto": ("mosquitto",)}
 
