@@ -38,10 +38,11 @@ START_TIMEOUT_SECONDS = 60
 # The Debian/Ubuntu package of each binary the run may need.
 PACKAGES = {"initdb": "postgresql", "postgres": "postgresql", "redis-server": "redis-server",
             "mosquitto": "mosquitto", "mosquitto_sub": "mosquitto-clients",
-            "nginx": "nginx-light"}
-# Always needed: tests start brokers of their own and the README's listener, and the web
-# process's front (nginx, config/front.py).
-ALWAYS_NEEDED = ("mosquitto", "mosquitto_sub", "nginx")
+            "nginx": "nginx-light", "systemd-analyze": "systemd"}
+# Always needed: tests start brokers of their own and the README's listener, the web
+# process's front (nginx, config/front.py), and systemd's checker of the units in
+# deploy/systemd/ (tests/test_deployment_units.py).
+ALWAYS_NEEDED = ("mosquitto", "mosquitto_sub", "nginx", "systemd-analyze")
 SERVER_BINARIES = {"PostgreSQL": ("initdb", "postgres"), "Redis": ("redis-server",),
                    "Mosquitto": ("mosquitto",)}
 
