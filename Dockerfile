@@ -8,7 +8,8 @@ RUN apt-get update && apt-get install -y --no-install-recommends nginx-light \
 COPY requirements.txt ./
 RUN pip install --no-cache-dir -r requirements.txt
 COPY . .
-RUN useradd --create-home app && mkdir -p var && chown app var
+# A fixed uid: the Kubernetes manifests run as it (deploy/kubernetes/, runAsUser).
+RUN useradd --create-home --uid 1000 app && mkdir -p var && chown app var
 USER app
 RUN python manage.py collectstatic --noinput --verbosity 0
 # Reachable from other hosts, so not the declared policy (docs/identity.md).

@@ -11,6 +11,10 @@ Missing programs (the private servers', Mosquitto's broker and `mosquitto_sub`, 
 tests start themselves, nginx, which the web process runs in front of gunicorn, and promtool,
 which checks the alert rules) are installed from the distribution's packages when running as
 root on Debian or Ubuntu; otherwise the run stops at once with one line naming the packages.
+tests start themselves, nginx, which the web process runs in front of gunicorn, and
+`systemd-analyze`, which checks the systemd units) are installed from the distribution's
+packages when running as root on Debian or Ubuntu; otherwise the run stops at once with one
+line naming the packages.
 
 The private servers are stopped, and their folder removed, when the command ends, also when it
 fails or is interrupted: Ctrl-C reaches the command (pytest ends its run and tears down), and
@@ -134,6 +138,7 @@ def ensure_programs(private: list[Service]) -> None:
         servers = [p for p in packages
                    if p not in ("mosquitto", "mosquitto-clients", "nginx-light",
                                 "prometheus")]
+                   if p not in ("mosquitto", "mosquitto-clients", "nginx-light", "systemd")]
         instead = (" (or start the servers of compose.test.yaml: docker compose -f "
                    "compose.test.yaml up -d)" if servers else "")
         raise Stop(f"missing packages {' '.join(packages)}: install them (as root: apt-get "

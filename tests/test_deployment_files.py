@@ -4,100 +4,37 @@ variable they set is a documented setting the settings accept, and every program
 management command they run exists. Images are not built here, so this is what keeps them
 true."""
 import json
-import os
 import re
 import secrets
 import shlex
 import shutil
-import subprocess
 import sys
 from functools import cache
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import yaml
 from django.core.management import get_commands
 
+from tests.deployment_files import (
+    PROCESSES,
+    STANDARD_PATH,
+    VENV_BIN,
+    Step,
+    check,
+    command_step,
+    dockerfile,
+    documented_settings,
+    image_environment,
+    image_steps,
+    leaf_targets,
+    makefile,
+    procfile,
+    shell_steps,
+)
 from tests.worker import ROOT
 
-VENV_BIN = Path(sys.executable).parent
-STANDARD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # The container each make target runs in (`make worker` is worker-main and worker-http).
-CONTAINERS = {"web": "run", "worker": "worker-main", "worker-http": "worker-http",
-              "beat": "beat", "mqtt-api": "mqtt-api"}
-
-Step = tuple[str, ...]  # one command: program (without its directory) and arguments
-
-
-KEEP_RUNNING = ("python", "-m", "config.keep_running", "--")
-
-
-def _step(words: list[str]) -> Step:
-    """The command without directories of programs: its own, and the one config.keep_running
-    runs."""
-    words = words[1:] if words[0] == "exec" else words
-    step = (Path(words[0]).name, *words[1:])
-    if step[:len(KEEP_RUNNING)] == KEEP_RUNNING and len(step) > len(KEEP_RUNNING):
-        return (*KEEP_RUNNING, *_step(list(step[len(KEEP_RUNNING):])))
-    return step
-
-
-def _shell_steps(script: str) -> list[Step]:
-    return [_step(shlex.split(part)) for part in script.split("&&")]
-
-
-@cache
-def makefile() -> tuple[dict[str, str], dict[str, list[Step]]]:
-    """The Makefile's variables and each target's steps, with variables at their defaults."""
-    variables, recipes, target = {"MAKE": "make"}, {}, None
-    for line in (ROOT / "Makefile").read_text().replace("\\\n", " ").splitlines():
-        if line.startswith("\t") and target:
-            recipes[target].append(line.strip())
-        elif match := re.match(r"([A-Z_]+) *[:?]?= *(.*)", line):
-            variables[match[1]] = match[2].strip()
-        elif match := re.match(r"([a-z][a-z-]*):", line):
-            target = match[1]
-            recipes[target] = []
-        else:
-            target = None
-
-    def expand(text: str) -> str:
-        return re.sub(r"\$\((\w+)\)", lambda name: expand(variables.get(name[1], "")), text)
-
-    return variables, {name: [_step(shlex.split(expand(line))) for line in lines]
-                       for name, lines in recipes.items()}
-
-
-def leaf_targets(target: str) -> set[str]:
-    """The targets whose steps `make target` runs, through its sub-makes."""
-    recipe = makefile()[1][target]
-    sub_makes = [step for step in recipe if step[0] == "make"]
-    if not sub_makes:
-        return {target}
-    return {leaf for step in sub_makes for word in step[1:] if not word.startswith("-")
-            for leaf in leaf_targets(word)}
-
-
-@cache
-def procfile() -> dict[str, str]:
-    lines = (ROOT / "Procfile").read_text().splitlines()
-    return dict(line.split(": ", 1) for line in lines if line and not line.startswith("#"))
-
-
-@cache
-def dockerfile() -> list[tuple[str, str]]:
-    """(instruction, arguments) pairs."""
-    text = (ROOT / "Dockerfile").read_text().replace("\\\n", " ")
-    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
-    return [tuple(line.split(" ", 1)) for line in lines]
-
-
-def image_steps() -> list[Step]:
-    """What building the image runs, then its default command."""
-    steps = [step for instruction, arguments in dockerfile() if instruction == "RUN"
-             for step in _shell_steps(arguments)]
-    return steps + [_step(json.loads(arguments)) for instruction, arguments in dockerfile()
-                    if instruction == "CMD"]
+CONTAINERS = PROCESSES
 
 
 @cache
@@ -114,8 +51,8 @@ def ours(compose_file: dict) -> dict[str, dict]:
 def container_steps(service: dict) -> list[Step]:
     command = service["command"]
     if command[:2] == ["sh", "-c"]:
-        return _shell_steps(command[2])
-    return [_step(command)]
+        return shell_steps(command[2])
+    return [command_step(command)]
 
 
 def all_steps() -> list[Step]:
@@ -124,21 +61,6 @@ def all_steps() -> list[Step]:
                   for step in container_steps(service)]
     shells = [("sh",) for service in ours(compose()).values() if service["command"][0] == "sh"]
     return processes + containers + shells + image_steps()
-
-
-@cache
-def documented_settings() -> set[str]:
-    """The names in the first column of the README's settings table."""
-    names = set()
-    for line in (ROOT / "README.md").read_text().splitlines():
-        if line.startswith("| `"):
-            names.update(re.findall(r"`([A-Z][A-Z0-9_]*)`", line.split("|")[1]))
-    return names
-
-
-def image_environment() -> dict[str, str]:
-    return dict(pair.split("=", 1) for instruction, arguments in dockerfile()
-                if instruction == "ENV" for pair in shlex.split(arguments))
 
 
 class ProcfileTests:
@@ -245,11 +167,8 @@ class ComposeTests:
 
 def _production_environment() -> dict[str, str]:
     """The environment of compose's web container (the image's, then compose's), with a
-    SECRET_KEY as an operator makes one, over this process's variables that are not
-    settings."""
-    documented = documented_settings()
-    outside = {name: value for name, value in os.environ.items() if name not in documented}
-    return {**outside, **image_environment(), **ours(compose())["web"]["environment"],
+    SECRET_KEY as an operator makes one."""
+    return {**image_environment(), **ours(compose())["web"]["environment"],
             "SECRET_KEY": secrets.token_urlsafe(50)}
 
 
@@ -258,9 +177,7 @@ class SettingsAndCommandsTests:
         """`manage.py check --deploy` with compose's environment: no warning (issue 29,
         item 3). The checks silenced there, each for a reason in docs/decisions.md, are
         silenced only when HTTPS is served here or by a proxy in front."""
-        result = subprocess.run([sys.executable, "manage.py", "check", "--deploy",
-                                 "--fail-level", "WARNING"], cwd=ROOT, capture_output=True,
-                                text=True, timeout=120, env=_production_environment())
+        result = check(_production_environment(), "--deploy", "--fail-level", "WARNING")
         assert result.returncode == 0, result.stderr[-3000:]
         assert result.stdout.startswith("System check identified no issues"), result.stdout
 
@@ -271,12 +188,9 @@ class SettingsAndCommandsTests:
         behind_proxy = {**_production_environment(), "TLS_CERT_FILE": "", "TLS_KEY_FILE": "",
                         "TLS_PROXY": "true"}
         plain = {**behind_proxy, "TLS_PROXY": "false"}
-        command = [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"]
-        proxied = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
-                                 timeout=120, env=behind_proxy)
+        proxied = check(behind_proxy, "--deploy", "--fail-level", "WARNING")
         assert proxied.returncode == 0, proxied.stderr[-3000:]
-        unsafe = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120,
-                                env=plain)
+        unsafe = check(plain, "--deploy", "--fail-level", "WARNING")
         assert unsafe.returncode != 0
         assert {"security.W004", "security.W008", "security.W012", "security.W016"} <= \
             set(re.findall(r"security\.W\d+", unsafe.stderr)), unsafe.stderr
@@ -293,15 +207,11 @@ class SettingsAndCommandsTests:
     def test_the_settings_accept_what_they_set(self):
         """Each container's environment passes the settings' start-up checks (Django's
         `check`, which connects to nothing)."""
-        documented = documented_settings()
-        outside = {name: value for name, value in os.environ.items() if name not in documented}
         environments = {json.dumps({**image_environment(), **service["environment"]},
                                    sort_keys=True) for service in ours(compose()).values()}
         for environment in map(json.loads, environments):
             environment["SECRET_KEY"] = "a key of the operator's"  # ${SECRET_KEY:?…}
-            result = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT,
-                                    capture_output=True, text=True, timeout=120,
-                                    env={**outside, **environment})
+            result = check(environment)
             assert result.returncode == 0, result.stderr[-3000:]
 
     def test_every_program_they_run_exists(self):
