@@ -19,6 +19,7 @@ from orchestration.snapshot.state import snapshot_stop  # noqa: E402
 from serviceregistry import discovery, instances  # noqa: E402
 from tests import services  # noqa: E402
 from tests.endpoints import HttpSink, MqttReceiver  # noqa: E402
+from tests.client_package.built import client_package  # noqa: E402,F401  (fixture)
 from tests.fake_service_registry import FakeServiceRegistry  # noqa: E402
 from tests.flush_retry import flush_retried_on_deadlock  # noqa: E402,F401  (fixture)
 from tests.pull_sources import pull_source  # noqa: E402,F401  (fixture)

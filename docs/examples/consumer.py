@@ -6,11 +6,13 @@
    token pull issued for it (`--call <operation>`);
 3. subscribes with an MQTT notify interface and prints every result the service pushes when
    the rules or the instances behind them change;
-4. unsubscribes on exit (Ctrl-C, SIGTERM, `--max-pushes` or `--timeout`).
+4. after a lost connection to the broker, connects and pulls again (so that a change pushed
+   meanwhile is not missed) and prints that result as it prints a push;
+5. unsubscribes on exit (Ctrl-C, SIGTERM, `--max-pushes` or `--timeout`).
 
-    python docs/examples/consumer.py --system temperature-consumer --service temperature-info
+    python docs/examples/consumer.py            # as ExampleConsumer, for exampleTemperature
 
-See docs/examples/README.md.
+It uses the client package: `pip install ./python-client`. See docs/examples/README.md.
 """
 import argparse
 import sys
@@ -19,8 +21,20 @@ import urllib.request
 import uuid
 from typing import Any
 
-from sorch import (DEFAULT_MQTT, DEFAULT_URL, ClientError, Orchestrator, describe_result,
-                   exit_code, orchestration_request, wait_for_pushes)
+from sorch import (
+    DEFAULT_MQTT,
+    DEFAULT_URL,
+    ClientError,
+    Orchestrator,
+    describe_result,
+    orchestration_request,
+    wait_for_pushes,
+)
+from sorch.cli import exit_code
+
+# The examples' own names: the README's quick start uses TemperatureConsumer and temperatureInfo.
+SYSTEM = "ExampleConsumer"
+SERVICE = "exampleTemperature"
 
 
 def call_provider(result: dict[str, Any], operation: str) -> str:
@@ -77,7 +91,8 @@ def run(args: argparse.Namespace) -> None:
             print(f"  {describe_result(result)}", flush=True)
 
     try:
-        wait_for_pushes(args.mqtt, topic, show, ready=subscribe, max_pushes=args.max_pushes,
+        wait_for_pushes(args.mqtt, topic, show, ready=subscribe,
+                        repull=lambda: orchestrator.pull(request), max_pushes=args.max_pushes,
                         timeout=args.timeout)
     finally:
         if subscription:
@@ -88,12 +103,14 @@ def run(args: argparse.Namespace) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default=DEFAULT_URL)
-    identity = parser.add_mutually_exclusive_group(required=True)
-    identity.add_argument("--system", help="declared identity (Bearer SYSTEM//<name>)")
+    identity = parser.add_mutually_exclusive_group()
+    identity.add_argument("--system", default=SYSTEM,
+                          help=f"declared identity (Bearer SYSTEM//<name>; default {SYSTEM})")
     identity.add_argument("--token", help="identity token (Bearer IDENTITY-TOKEN//<token>), "
                                           "written --token=TOKEN (it may begin with '-')")
     parser.add_argument("--mqtt", default=DEFAULT_MQTT, help="broker of the pushes")
-    parser.add_argument("--service", required=True, help="service definition to consume")
+    parser.add_argument("--service", default=SERVICE,
+                        help=f"service definition to consume (default {SERVICE})")
     parser.add_argument("--topic", help="MQTT topic of the pushes (default: a fresh one)")
     parser.add_argument("--call", metavar="OPERATION",
                         help="call this operation of the first result, with its token")

@@ -10,11 +10,10 @@
    <token>` with a token the orchestrator verifies. On exit (Ctrl-C, SIGTERM) the instance is
    removed from the catalog.
 
-    python docs/examples/provider.py --system temperature-provider --service temperature-info \\
-        --port 8080 --policy TIME_LIMITED_TOKEN_AUTH --serve
+    python docs/examples/provider.py --port 8080 --serve  # ExampleProvider, exampleTemperature
 
-Registering is a management operation: the provider needs management permission (see
-docs/examples/README.md).
+Registering is a management operation: the provider needs management permission. It uses the
+client package: `pip install ./python-client`. See docs/examples/README.md.
 """
 import argparse
 import json
@@ -24,15 +23,18 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from sorch import (DEFAULT_URL, ClientError, Orchestrator, exit_code, http_instance,
-                   key_values)
+from sorch import DEFAULT_URL, ClientError, Orchestrator, http_instance
+from sorch.cli import exit_code, key_values
 
+# The examples' own names: the README's quick start uses TemperatureProvider and temperatureInfo.
+SYSTEM = "ExampleProvider"
+SERVICE = "exampleTemperature"
 OPEN_POLICIES = ("NONE", "CERT_AUTH")
 
 
 def register(orchestrator: Orchestrator, args: argparse.Namespace) -> str:
-    answer = orchestrator.instances_register([http_instance(
-        provider=args.system or args.name, service=args.service, version=args.version,
+    answer = orchestrator.instances_create([http_instance(
+        provider=args.name or args.system, service=args.service, version=args.version,
         address=args.address, port=args.port, base_path=args.base_path, policy=args.policy,
         operations={"query": ("GET", "/query")},
         metadata=key_values(args.metadata, "--metadata"))])
@@ -120,14 +122,16 @@ def run(args: argparse.Namespace) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default=DEFAULT_URL)
-    identity = parser.add_mutually_exclusive_group(required=True)
-    identity.add_argument("--system", help="declared identity (Bearer SYSTEM//<name>); also "
-                                           "the provider's name")
+    identity = parser.add_mutually_exclusive_group()
+    identity.add_argument("--system", default=SYSTEM,
+                          help="declared identity (Bearer SYSTEM//<name>); also the provider's "
+                               f"name (default {SYSTEM})")
     identity.add_argument("--token", help="identity token (Bearer IDENTITY-TOKEN//<token>), "
                                           "written --token=TOKEN; "
                                           "give the provider's name with --name")
     parser.add_argument("--name", help="provider name when identified by --token")
-    parser.add_argument("--service", required=True, help="service definition provided")
+    parser.add_argument("--service", default=SERVICE,
+                        help=f"service definition provided (default {SERVICE})")
     parser.add_argument("--version", default="1.0.0")
     parser.add_argument("--address", default="127.0.0.1", help="address consumers call")
     parser.add_argument("--port", type=int, default=8080, help="port consumers call")
@@ -136,8 +140,9 @@ def main() -> int:
                         help="security policy of the interface (NONE: no token)")
     parser.add_argument("--metadata", action="append", default=[], help="KEY=VALUE")
     parser.add_argument("--no-register", action="store_true", help="skip registering")
-    parser.add_argument("--verify", metavar="TOKEN", help="verify one token and print it; write --verify=TOKEN, "
-                                                       "as a token may begin with '-'")
+    parser.add_argument("--verify", metavar="TOKEN",
+                        help="verify one token and print it; write --verify=TOKEN, as a token "
+                             "may begin with '-'")
     parser.add_argument("--serve", action="store_true", help="serve the query operation")
     args = parser.parse_args()
     if args.token and not args.name and not args.no_register:
