@@ -38,16 +38,12 @@ START_TIMEOUT_SECONDS = 60
 # The Debian/Ubuntu package of each binary the run may need.
 PACKAGES = {"initdb": "postgresql", "postgres": "postgresql", "redis-server": "redis-server",
             "mosquitto": "mosquitto", "mosquitto_sub": "mosquitto-clients",
-            "nginx": "nginx-light", "promtool": "prometheus"}
+            "nginx": "nginx-light", "promtool": "prometheus", "systemd-analyze": "systemd"}
 # Always needed: tests start brokers of their own and the README's listener, the web
-# process's front (nginx, config/front.py), and promtool, which checks the alert rules and
-# the Prometheus configuration of deploy/monitoring/ (the package's server is not used).
-ALWAYS_NEEDED = ("mosquitto", "mosquitto_sub", "nginx", "promtool")
-            "nginx": "nginx-light", "systemd-analyze": "systemd"}
-# Always needed: tests start brokers of their own and the README's listener, the web
-# process's front (nginx, config/front.py), and systemd's checker of the units in
-# deploy/systemd/ (tests/test_deployment_units.py).
-ALWAYS_NEEDED = ("mosquitto", "mosquitto_sub", "nginx", "systemd-analyze")
+# process's front (nginx, config/front.py), promtool, which checks the alert rules and the
+# Prometheus configuration of deploy/monitoring/ (the package's server is not used), and
+# systemd's checker of the units in deploy/systemd/ (tests/test_deployment_units.py).
+ALWAYS_NEEDED = ("mosquitto", "mosquitto_sub", "nginx", "promtool", "systemd-analyze")
 SERVER_BINARIES = {"PostgreSQL": ("initdb", "postgres"), "Redis": ("redis-server",),
                    "Mosquitto": ("mosquitto",)}
 

@@ -8,13 +8,10 @@ For each service:
 - Unset, the default address (the local server's usual port) is used when a server there
   answers, else a private server is started for the run (`tests/private_servers.py`).
 Missing programs (the private servers', Mosquitto's broker and `mosquitto_sub`, which the
-tests start themselves, nginx, which the web process runs in front of gunicorn, and promtool,
-which checks the alert rules) are installed from the distribution's packages when running as
-root on Debian or Ubuntu; otherwise the run stops at once with one line naming the packages.
-tests start themselves, nginx, which the web process runs in front of gunicorn, and
-`systemd-analyze`, which checks the systemd units) are installed from the distribution's
-packages when running as root on Debian or Ubuntu; otherwise the run stops at once with one
-line naming the packages.
+tests start themselves, nginx, which the web process runs in front of gunicorn, promtool,
+which checks the alert rules, and `systemd-analyze`, which checks the systemd units) are
+installed from the distribution's packages when running as root on Debian or Ubuntu; otherwise
+the run stops at once with one line naming the packages.
 
 The private servers are stopped, and their folder removed, when the command ends, also when it
 fails or is interrupted: Ctrl-C reaches the command (pytest ends its run and tears down), and
@@ -137,8 +134,7 @@ def ensure_programs(private: list[Service]) -> None:
     if not can_install():
         servers = [p for p in packages
                    if p not in ("mosquitto", "mosquitto-clients", "nginx-light",
-                                "prometheus")]
-                   if p not in ("mosquitto", "mosquitto-clients", "nginx-light", "systemd")]
+                                "prometheus", "systemd")]
         instead = (" (or start the servers of compose.test.yaml: docker compose -f "
                    "compose.test.yaml up -d)" if servers else "")
         raise Stop(f"missing packages {' '.join(packages)}: install them (as root: apt-get "
