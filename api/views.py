@@ -1,6 +1,6 @@
 """Service-wide endpoints: liveness (echo) and the JSON answer for unknown paths. Readiness
 (health) is observability/health_endpoint.py."""
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.permissions import AllowAny
@@ -50,7 +50,7 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
     return NotFoundApi.as_view()(request)
 
 
-def no_such_endpoint(request: HttpRequest) -> JsonResponse:
+def no_such_endpoint(request: HttpRequest) -> HttpResponse:
     """The 404 of an unknown path at once, without asking who calls: for a path that is there
     only when a feature is on (`/metrics`), so that off it reads as absent, not as a login."""
     return error_response(request, 404, DataNotFound.exception_type, _no_such_endpoint(request))
