@@ -8,6 +8,7 @@ import os
 import pwd
 import shutil
 import signal
+import socket
 import subprocess
 import threading
 from pathlib import Path
@@ -73,17 +74,41 @@ def command(*extra: str) -> list[str]:
 
 
 def check() -> str | None:
-    """Render and test the configuration; the reason nginx cannot run, or None."""
+    """Render and test the configuration; the reason nginx cannot run, or None. HOST:PORT is
+    tried first: another server there (a second `make run`) keeps its nginx configuration and
+    gunicorn's socket, both named by the port."""
     if nginx_binary() is None:
         return ("Refusing to start: nginx is not installed (apt-get install nginx-light; "
                 "docs/deployment.md)")
+    if taken := address_taken():
+        return taken
     render()
     result = subprocess.run(command("-t"), capture_output=True, text=True)
     return None if result.returncode == 0 else f"Refusing to start: nginx: {result.stderr}"
 
 
+def address_taken() -> str | None:
+    """Why HOST:PORT cannot be listened on (another server has it, no such address here), or
+    None. Bound as nginx binds it, with SO_REUSEADDR, so that connections of a server that just
+    stopped do not count."""
+    shown = f"[{settings.HOST}]:{settings.PORT}" if ":" in settings.HOST else \
+        f"{settings.HOST}:{settings.PORT}"
+    try:
+        family = socket.getaddrinfo(settings.HOST, settings.PORT, type=socket.SOCK_STREAM)[0][0]
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((settings.HOST, settings.PORT))
+    except OSError as error:
+        reason = getattr(error, "strerror", None) or error
+        return (f"Refusing to start: cannot listen on {shown} ({reason}): another server "
+                "(a `make run` already running?) has it, or HOST is not an address of this "
+                "machine; stop it or set PORT")
+    return None
+
+
 class Front:
-    """The running nginx; when it ends on its own, `on_exit` is called (the master stops)."""
+    """The running nginx; when it ends on its own, `on_exit(returncode)` is called (the master
+    stops)."""
 
     def __init__(self, on_exit) -> None:
         self._stopping = False
@@ -91,9 +116,9 @@ class Front:
         threading.Thread(target=self._watch, args=(on_exit,), daemon=True).start()
 
     def _watch(self, on_exit) -> None:
-        self._process.wait()
+        returncode = self._process.wait()
         if not self._stopping:
-            on_exit()
+            on_exit(returncode)
 
     def stop(self) -> None:
         """Stop nginx gracefully (answers in progress are finished)."""

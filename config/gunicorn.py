@@ -50,6 +50,7 @@ if settings.LOG_FORMAT == "json":  # gunicorn's own lines (start, workers, acces
 control_socket_disable = True
 
 _front: front.Front | None = None
+_front_failed = False
 
 
 def on_starting(server) -> None:
@@ -111,8 +112,13 @@ def when_ready(server) -> None:
     config/processes.py starts in the master."""
     global _front
 
-    def nginx_ended() -> None:
-        server.log.error("nginx stopped; stopping")
+    def nginx_ended(returncode: int) -> None:
+        global _front_failed
+        if returncode == 0:  # stopped by a signal, e.g. the terminal's Ctrl-C, which reached
+            server.log.info("nginx stopped; stopping")  # both: not a failure
+        else:
+            _front_failed = True
+            server.log.error(f"nginx failed (exit status {returncode}); stopping")
         os.kill(os.getpid(), signal.SIGTERM)
 
     _front = front.Front(nginx_ended)
@@ -121,7 +127,10 @@ def when_ready(server) -> None:
 
 def on_exit(server) -> None:
     """In the master, after the workers stopped (SIGTERM, SIGINT): revoke what was registered,
-    within SERVICE_REGISTRY_REVOKE_SECONDS; stop nginx."""
+    within SERVICE_REGISTRY_REVOKE_SECONDS; stop nginx. The exit status is 1 when nginx
+    failed."""
     processes.web_master_stop()
     if _front is not None:
         _front.stop()
+    if _front_failed:
+        sys.exit(1)

@@ -245,3 +245,59 @@ def test_gunicorn_names_a_tls_file_it_cannot_read_in_one_line(tmp_path):
     assert f"[ERROR] Refusing to start: TLS_CERT_FILE={missing} is not a readable file " \
         "(HTTPS; docs/operations.md, Secure production setup)\n" in output
     assert "Traceback" not in output and "Listening at" not in output
+
+
+def _children(pid: int) -> list[tuple[int, str]]:
+    """(pid, command name) of the direct children of `pid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                name = (entry / "comm").read_text().strip()
+            except (FileNotFoundError, ProcessLookupError, IndexError):
+                continue
+            if int(fields[1]) == pid:
+                found.append((int(entry.name), name))
+    return found
+
+
+class WebFrontTests:
+    """How the web process starts and stops with nginx in front (config/front.py; issue 35,
+    a new user's first hour)."""
+
+    pytestmark = pytest.mark.django_db(transaction=True)
+
+    def test_a_second_server_on_the_same_port_refuses_and_the_first_serves_on(self, tmp_path):
+        with gunicorn_process({}, tmp_path / "first.log") as (_, port):
+            wait_for(lambda: _echo(port) == "Got it!", timeout=60, what="echo")
+            socket_file = ROOT / "var" / f"nginx-{port}" / "gunicorn.sock"
+            conf = (ROOT / "var" / f"nginx-{port}" / "nginx.conf").read_text()
+            status, output = _run_until_exit(tmp_path, HOST="127.0.0.1", PORT=str(port))
+            assert status == 1, output
+            assert f"[ERROR] Refusing to start: cannot listen on 127.0.0.1:{port} " in output
+            assert "Listening at" not in output and "Traceback" not in output
+            assert socket_file.exists()
+            assert (ROOT / "var" / f"nginx-{port}" / "nginx.conf").read_text() == conf
+            time.sleep(1)
+            assert _echo(port) == "Got it!"
+
+    def test_nginx_failing_stops_the_web_process_with_status_1(self, tmp_path):
+        log_path = tmp_path / "gunicorn.log"
+        with gunicorn_process({}, log_path) as (master, port):
+            wait_for(lambda: _echo(port) == "Got it!", timeout=60, what="echo")
+            nginx = [pid for pid, name in _children(master.pid) if name == "nginx"]
+            assert len(nginx) == 1, _children(master.pid)
+            os.kill(nginx[0], signal.SIGKILL)
+            assert master.wait(timeout=60) == 1
+        assert "[ERROR] nginx failed (exit status -9); stopping" in log_path.read_text()
+
+    def test_ctrl_c_stops_everything_without_an_error(self, tmp_path):
+        """The terminal's SIGINT reaches the whole process group, nginx included."""
+        log_path = tmp_path / "gunicorn.log"
+        with gunicorn_process({}, log_path) as (master, port):
+            wait_for(lambda: _echo(port) == "Got it!", timeout=60, what="echo")
+            os.killpg(master.pid, signal.SIGINT)
+            assert master.wait(timeout=60) == 0
+        output = log_path.read_text()
+        assert "[ERROR]" not in output and "Traceback" not in output, output
