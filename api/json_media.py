@@ -7,6 +7,7 @@ failing with a 500. Every JSON answer ends with a newline, so that a terminal sh
 prompt on a line of its own (JSON allows white space after the value)."""
 from typing import Any
 
+from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiJsonRenderer2
 from rest_framework import parsers, renderers
 from rest_framework.exceptions import ParseError
 
@@ -26,14 +27,31 @@ class JSONParser(parsers.JSONParser):
         return document
 
 
-class JSONRenderer(renderers.JSONRenderer):
+class NewlineEnded:
+    """A renderer whose every non-empty answer ends with a newline."""
+
+    def render(self, data: Any, accepted_media_type: str | None = None,
+               renderer_context: dict | None = None) -> bytes:
+        text = super().render(data, accepted_media_type, renderer_context)
+        return text + b"\n" if text else text
+
+
+class JSONRenderer(NewlineEnded, renderers.JSONRenderer):
     def render(self, data: Any, accepted_media_type: str | None = None,
                renderer_context: dict | None = None) -> bytes:
         try:
-            text = super().render(data, accepted_media_type, renderer_context)
+            return super().render(data, accepted_media_type, renderer_context)
         except UnicodeEncodeError:
-            text = super().render(_encodable_data(data), accepted_media_type, renderer_context)
-        return text + b"\n" if text else text
+            return super().render(_encodable_data(data), accepted_media_type, renderer_context)
+
+
+# The OpenAPI document in JSON (`/api/schema/?format=json`; its YAML ends with a newline).
+class SchemaJSONRenderer(NewlineEnded, OpenApiJsonRenderer):
+    pass
+
+
+class SchemaJSONRenderer2(NewlineEnded, OpenApiJsonRenderer2):
+    pass
 
 
 def _encodable_data(value: Any) -> Any:

@@ -3,8 +3,10 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 from django.views.static import serve
+from drf_spectacular.renderers import OpenApiYamlRenderer, OpenApiYamlRenderer2
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from api.json_media import SchemaJSONRenderer, SchemaJSONRenderer2
 from api.views import EchoApi, NotFoundApi
 from observability.health_endpoint import HealthApi
 from observability.metrics_endpoint import metrics
@@ -18,7 +20,9 @@ admin.site.index_title = f"{PRODUCT} administration"
 urlpatterns = [
     path("", RedirectView.as_view(url="/api/docs/", permanent=False)),
     path("admin/", admin.site.urls),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/schema/", SpectacularAPIView.as_view(renderer_classes=[
+        OpenApiYamlRenderer, OpenApiYamlRenderer2, SchemaJSONRenderer, SchemaJSONRenderer2]),
+        name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("serviceorchestration/monitor/echo", EchoApi.as_view()),
     path("serviceorchestration/monitor/health", HealthApi.as_view()),

@@ -228,3 +228,13 @@ class SettingsAndCommandsTests:
         assert set(targets) <= set(makefile()[1])
         assert {"ensure_database", "migrate", "collectstatic", "mqtt_api"} == set(commands)
         assert set(commands) <= set(get_commands())
+
+
+def test_every_setting_the_service_reads_is_in_the_readmes_table():
+    """config/settings.py is the one reader of the environment: each name it reads has a row
+    (the removed SUBSCRIPTION_COALESCE_SECONDS, which it only refuses, excepted)."""
+    source = (ROOT / "config" / "settings.py").read_text()
+    read = set(re.findall(r"env(?:\.[a-z]+|_[a-z_]+)\(\s*\"([A-Z][A-Z0-9_]+)\"", source))
+    assert {"HOST", "ORCHESTRATION_STRATEGY", "CONSUMER_AUTHORIZATION_CACHE_SECONDS"} <= read
+    assert read - documented_settings() == set()
+    assert "SUBSCRIPTION_COALESCE_SECONDS" not in documented_settings()

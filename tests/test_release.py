@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RELEASE = re.compile(r"^## \[(\d+\.\d+\.\d+)\] - (\d{4}-\d{2}-\d{2})$", re.MULTILINE)
+RELEASE = re.compile(r"^## (\d+\.\d+\.\d+) - (\d{4}-\d{2}-\d{2})$", re.MULTILINE)
 
 
 def version() -> str:
@@ -28,7 +28,7 @@ def test_the_version_file_holds_one_semantic_version():
 def test_the_changelog_opens_with_unreleased_then_the_version_of_the_version_file():
     text = (ROOT / "CHANGELOG.md").read_text()
     headings = re.findall(r"^## .*$", text, re.MULTILINE)
-    assert headings[0] == "## [Unreleased]"
+    assert headings[0] == "## Unreleased"
     assert RELEASE.fullmatch(headings[1]) and releases()[0][0] == version()
 
 

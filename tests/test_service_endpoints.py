@@ -90,3 +90,11 @@ class AnswerNewlineTests:
             assert response.content.endswith(b"}\n")
             assert set(response.json()) == {"errorMessage", "errorCode", "exceptionType",
                                             "origin"}
+
+    @pytest.mark.parametrize("query, media_type", [
+        ("?format=json", "application/vnd.oai.openapi+json"),
+        ("?format=yaml", "application/vnd.oai.openapi;")])
+    def test_the_openapi_document_ends_with_one_newline(self, api, query, media_type):
+        response = api.get(f"/api/schema/{query}")
+        assert response.status_code == 200 and media_type in response["Content-Type"]
+        assert response.content.endswith(b"\n") and not response.content.endswith(b"\n\n")

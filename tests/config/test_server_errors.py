@@ -3,6 +3,7 @@ JSON error envelope as the application's, through raw sockets against the real s
 front of gunicorn, config/front.py)."""
 import json
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,7 @@ from tests.web_server import gunicorn
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ECHO = "/serviceorchestration/monitor/echo"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -90,3 +92,23 @@ def test_invalid_header_name_is_400_in_the_envelope(server):
 def test_the_message_survives_bytes_that_are_not_text(server):
     error = assert_envelope(server, b"\xff\xfe\x00 / HTTP/1.1\r\n\r\n", 400, "HTTP")
     json.dumps(error, ensure_ascii=False).encode("utf-8")
+
+
+def test_an_application_server_that_does_not_answer_is_503_to_try_again(tmp_path):
+    """nginx in front, gunicorn's socket gone (as when a second server took it): the client
+    is told to try again, not that the service failed (issue 35)."""
+    with gunicorn({}, tmp_path / "log") as port:
+        socket_file = ROOT / "var" / f"nginx-{port}" / "gunicorn.sock"
+        away = socket_file.with_name("gunicorn.sock.away")
+        socket_file.rename(away)
+        try:
+            raw = f"GET {ECHO} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode()
+            code, headers, body = exchange(port, raw)
+        finally:
+            away.rename(socket_file)
+    assert (code, headers["retry-after"]) == (503, "1"), body
+    assert body.endswith(b"}\n")
+    assert json.loads(body) == {
+        "errorMessage": "Service unavailable: the application server is not answering; "
+                        "try again",
+        "errorCode": 503, "exceptionType": "EXTERNAL_SERVER_ERROR", "origin": f"GET {ECHO}"}
