@@ -29,6 +29,13 @@ from tests.test_deployment_units import unit_name, value
 from tests.worker import ROOT
 
 MANIFESTS = ROOT / "deploy" / "kubernetes"
+KUSTOMIZATION = MANIFESTS / "kustomization.yaml"
+# Not in the kustomization's resources: placeholders that would overwrite the operator's
+# Secret, and the MQTT interface, which is wanted only sometimes (docs/deployment.md).
+NOT_KUSTOMIZED = {"secret.example.yaml": "", "mqtt-api.yaml": "# - mqtt-api.yaml"}
+PROMETHEUS = ROOT / "deploy" / "monitoring" / "prometheus-kubernetes.yml"
+# What the downward API gives the web's POD_IP, for the checks.
+POD_IP = "10.1.2.3"
 # The oldest version they are written for and the newest the validator ships.
 KUBERNETES_VERSIONS = ("1.30.0", "1.37.0")
 NAME = "serviceorchestration"
@@ -39,11 +46,16 @@ PROCESS_MIB, BESIDE_MIB = 200, 128
 ECHO, HEALTH = "/serviceorchestration/monitor/echo", "/serviceorchestration/monitor/health"
 
 
+def manifests() -> list[Path]:
+    """The files of resources: every YAML file but the kustomization, which is none."""
+    return [path for path in sorted(MANIFESTS.glob("*.yaml")) if path != KUSTOMIZATION]
+
+
 @cache
 def documents() -> dict[tuple[str, str], dict]:
     """(kind, name) → the resource, from every file."""
     found = {}
-    for path in sorted(MANIFESTS.glob("*.yaml")):
+    for path in manifests():
         for document in yaml.safe_load_all(path.read_text()):
             found[document["kind"], document["metadata"]["name"]] = document
     return found
@@ -70,12 +82,24 @@ def secret() -> dict[str, str]:
     return documents()["Secret", NAME]["stringData"]
 
 
+def expand(text: str, env: dict[str, str]) -> str:
+    """$(NAME) as the kubelet expands it, from the variables defined before."""
+    return re.sub(r"\$\((\w+)\)", lambda match: env[match[1]], text)
+
+
 def environment(process: str, of: dict | None = None) -> dict[str, str]:
-    """A container's environment: the ConfigMap's and the Secret's (envFrom), then its own."""
+    """A container's environment as the kubelet builds it: the ConfigMap's and the Secret's
+    (envFrom), then its own in order, each value's $(NAME) expanded from those before it."""
     of = of or container(process)
     assert of["envFrom"] == [{"configMapRef": {"name": NAME}}, {"secretRef": {"name": NAME}}]
-    own = {variable["name"]: variable["value"] for variable in of.get("env", [])}
-    return {**config_map(), **secret(), **own}
+    env = {**config_map(), **secret()}
+    for variable in of.get("env", []):
+        if "valueFrom" in variable:
+            assert variable["valueFrom"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+            env[variable["name"]] = POD_IP
+        else:
+            env[variable["name"]] = expand(variable["value"], env)
+    return env
 
 
 def pod_steps(process: str) -> list[Step]:
@@ -84,8 +108,7 @@ def pod_steps(process: str) -> list[Step]:
     steps = []
     for each in pod(process).get("initContainers", []) + [container(process)]:
         env = environment(process, each)
-        words = [re.sub(r"\$\((\w+)\)", lambda match, env=env: env[match[1]], word)
-                 for word in each["command"]]
+        words = [expand(word, env) for word in each["command"]]
         steps.append(command_step(words))
     return steps
 
@@ -158,8 +181,13 @@ class ProcessesTests:
 
 class SettingsTests:
     def test_every_variable_they_set_is_a_documented_setting(self):
+        """But the web's POD_IP, which is only a part of its ALLOWED_HOSTS."""
         for process in PROCESSES:
-            assert set(environment(process)) - documented_settings() == set(), process
+            extra = set(environment(process)) - documented_settings()
+            assert extra == ({"POD_IP"} if process == "web" else set()), process
+        [own] = [variable for variable in container("web")["env"]
+                 if variable["name"] == "ALLOWED_HOSTS"]
+        assert own["value"] == "$(ALLOWED_HOSTS),$(POD_IP)"
         assert "MQTT_API_ENABLED" not in config_map()
         assert environment("mqtt-api")["MQTT_API_ENABLED"] == "true"
 
@@ -226,7 +254,45 @@ class WebTests:
         with override_settings(ALLOWED_HOSTS=allowed):
             answer = Client().get(ECHO, HTTP_HOST=header["value"])
             assert (answer.status_code, answer.content) == (200, b"Got it!")
-            assert Client().get(ECHO, HTTP_HOST="10.1.2.3:8465").status_code == 400
+            assert Client().get(ECHO, HTTP_HOST=f"{POD_IP}:8465").status_code == 400
+
+    @pytest.mark.django_db
+    def test_prometheus_may_scrape_each_pod_at_its_address(self):
+        """Prometheus sends the pod's address as Host (it scrapes the pod, not the Service):
+        the web pod's ALLOWED_HOSTS adds it to the ConfigMap's; another address is still
+        refused."""
+        allowed = environment("web")["ALLOWED_HOSTS"].split(",")
+        assert allowed == config_map()["ALLOWED_HOSTS"].split(",") + [POD_IP]
+        with override_settings(ALLOWED_HOSTS=allowed, METRICS_ENABLED=True, METRICS_TOKEN=""):
+            assert Client().get("/metrics", HTTP_HOST=f"{POD_IP}:8465").status_code == 200
+            assert Client().get("/metrics", HTTP_HOST="10.9.9.9:8465").status_code == 400
+
+    def test_prometheus_finds_the_web_pods_port_and_no_other_pod(self):
+        """prometheus-kubernetes.yml keeps the targets whose pod labels and port name match
+        its regex: those of web.yaml's pods, not the workers', beat's or the MQTT
+        interface's. It verifies the certificate against the Service's name."""
+        [job] = yaml.safe_load(PROMETHEUS.read_text())["scrape_configs"]
+        [keep] = [rule for rule in job["relabel_configs"] if rule.get("action") == "keep"]
+        prefix = "__meta_kubernetes_pod_label_"
+
+        def kept(process: str, port: str) -> bool:
+            labels = deployment(process)["spec"]["template"]["metadata"]["labels"]
+            meta = {f"{prefix}{re.sub(r'[^A-Za-z0-9_]', '_', key)}": value
+                    for key, value in labels.items()}
+            meta["__meta_kubernetes_pod_container_port_name"] = port
+            joined = ";".join(meta.get(label, "") for label in keep["source_labels"])
+            return re.fullmatch(keep["regex"], joined) is not None
+
+        [port] = container("web")["ports"]
+        assert kept("web", port["name"])
+        assert not kept("web", "metrics")
+        for process in set(PROCESSES) - {"web"}:
+            assert "ports" not in container(process), process
+            assert not kept(process, port["name"]), process
+        assert job["scheme"] == container("web")["readinessProbe"]["httpGet"]["scheme"].lower()
+        assert job["tls_config"]["server_name"].split(".")[:1] == [NAME]
+        assert job["tls_config"]["server_name"].endswith(".svc")
+        assert documents()["Service", NAME]["metadata"]["name"] == NAME
 
 
 class SecurityAndResourcesTests:
@@ -249,7 +315,8 @@ class SecurityAndResourcesTests:
         port = config_map()["PORT"]
         writable = {process: {mount["mountPath"] for mount in container(process)["volumeMounts"]
                               if not mount.get("readOnly")} for process in PROCESSES}
-        assert writable == {"web": {"/tmp", f"/app/var/nginx-{port}"}, "beat": {"/tmp", "/app/var"},
+        assert writable == {"web": {"/tmp", f"/app/var/nginx-{port}", "/app/var/metrics"},
+                            "beat": {"/tmp", "/app/var"},
                             "worker": {"/tmp"}, "worker-http": {"/tmp"}, "mqtt-api": {"/tmp"}}
 
     def test_memory_limits_hold_the_measured_processes(self):
@@ -267,3 +334,32 @@ class SecurityAndResourcesTests:
                     mebibytes(resources["limits"]["memory"]), process
             limit = mebibytes(container(process)["resources"]["limits"]["memory"])
             assert limit >= processes.get(process, 0) * PROCESS_MIB + BESIDE_MIB, process
+
+
+class KustomizationTests:
+    """`kubectl apply -k deploy/kubernetes` (docs/deployment.md, "Kubernetes")."""
+
+    def kustomization(self) -> dict:
+        return yaml.safe_load(KUSTOMIZATION.read_text())
+
+    def test_it_lists_every_manifest_but_the_secrets_placeholders_and_the_mqtt_interface(self):
+        found = self.kustomization()
+        assert (found["apiVersion"], found["kind"]) == (
+            "kustomize.config.k8s.io/v1beta1", "Kustomization")
+        assert sorted(found["resources"]) == sorted(
+            path.name for path in manifests() if path.name not in NOT_KUSTOMIZED)
+        lines = KUSTOMIZATION.read_text().splitlines()
+        for name, commented in NOT_KUSTOMIZED.items():
+            assert any(name in line for line in lines if line.startswith("#")), name
+            assert not commented or f"  {commented}" in lines, name
+        assert "namespace" not in found  # the user's (docs/deployment.md)
+
+    def test_its_image_entry_sets_the_image_of_every_container_to_this_version(self):
+        """kustomize replaces each image whose name is the entry's: so every container's
+        image must be that name, and the entry's new name and tag this VERSION's."""
+        [entry] = self.kustomization()["images"]
+        version = (ROOT / "VERSION").read_text().strip()
+        images = {each["image"] for process in PROCESSES
+                  for each in pod(process).get("initContainers", []) + [container(process)]}
+        assert images == {f"{entry['name']}:{version}"}
+        assert (entry["newName"], entry["newTag"]) == (entry["name"], version)

@@ -172,6 +172,24 @@ class UnitsTests:
             assert values(name, "Unit", "PartOf") == [TARGET]
             assert values(name, "Install", "WantedBy") == [TARGET]
 
+    def test_the_celery_units_start_after_the_web_which_migrates(self):
+        """Starting the target runs `migrate` (the web's ExecStartPre=) before any task: the
+        workers and beat wait until the web is started (Type=notify: it serves, so it has
+        migrated). An order, no dependency: restarting a worker alone, or starting it on a host
+        without the web, starts nothing else and waits for nothing. The MQTT interface
+        migrates itself (one process at a time) and needs no order."""
+        web = unit_name("web")
+        migrates = {process for process in PROCESSES
+                    if ("python", "manage.py", "migrate", "--noinput") in unit_steps(
+                        unit_name(process), {})}
+        assert migrates == {"web", "mqtt-api"}
+        for process in PROCESSES:
+            name = unit_name(process)
+            after = " ".join(values(name, "Unit", "After")).split()
+            assert (web in after) == (process not in migrates), process
+            for dependency in ("Wants", "Requires", "Requisite", "BindsTo", "PartOf"):
+                assert web not in " ".join(values(name, "Unit", dependency)), (name, dependency)
+
     def test_systemd_analyze_verify_finds_nothing_in_them(self, tmp_path):
         """As installed on a machine where the prefix holds the checkout and its .venv (here:
         this checkout): no warning, no error."""
@@ -215,6 +233,9 @@ class EnvironmentFileTests:
         assert example["SECRET_KEY"] == "CHANGE-ME"
         assert "CHANGE-ME@" in example["DATABASE_URL"]
         assert "CHANGE-ME@" in example["MQTT_BROKER_URL"]
+        # The example host name is to be replaced too ("edit every CHANGE-ME").
+        assert "CHANGE-ME" in example["ALLOWED_HOSTS"]
+        assert "localhost" in example["ALLOWED_HOSTS"].split(",")
         # The MQTT interface's unit sets it; here it would override that (and reach all).
         assert "MQTT_API_ENABLED" not in example
         for process in PROCESSES:

@@ -17,8 +17,34 @@ from tests.worker import ROOT
 MONITORING = ROOT / "deploy" / "monitoring"
 RULES = MONITORING / "prometheus-alerts.yml"
 CONFIG = MONITORING / "prometheus.yml"
+# The same job on Kubernetes: the web pods found through the API (docs/metrics.md).
+CONFIGS = (CONFIG, MONITORING / "prometheus-kubernetes.yml")
 RULE_TESTS = Path(__file__).parent / "alerts.test.yml"
 SEVERITIES = {"critical", "warning"}
+
+
+# Debian's prometheus is built without Kubernetes discovery: its promtool refuses the field.
+WITHOUT_KUBERNETES = "field kubernetes_sd_configs not found in type config.ScrapeConfig"
+
+
+def without_kubernetes(path: Path) -> str:
+    """For a promtool that knows no Kubernetes discovery: the configuration with its pod
+    discovery (whose fields are checked here) replaced by a file of targets, so that promtool
+    checks everything else (TLS, token, relabelling, rules). Its path."""
+    config = yaml.safe_load(path.read_text())
+    [job] = config["scrape_configs"]
+    [discovery] = job.pop("kubernetes_sd_configs")
+    assert set(discovery) == {"role", "namespaces"} and discovery["role"] == "pod"
+    assert set(discovery["namespaces"]) == {"names"}
+    assert all(isinstance(name, str) for name in discovery["namespaces"]["names"])
+    # The meta labels the relabelling reads are those of the pod role.
+    for rule in job["relabel_configs"]:
+        assert all(label.startswith("__meta_kubernetes_") for label in rule["source_labels"])
+    targets = path.with_name("targets.json")
+    targets.write_text('[{"targets": ["10.1.2.3:8465"]}]')
+    job["file_sd_configs"] = [{"files": [str(targets)]}]
+    path.write_text(yaml.safe_dump(config))
+    return str(path)
 
 
 def promtool(*arguments: str) -> subprocess.CompletedProcess:
@@ -66,18 +92,25 @@ class PromtoolTests:
         assert "alertname: ServiceOrchestrationPullErrors, time: 10m" in result.stdout + \
             result.stderr
 
-    def test_promtool_accepts_the_configuration_with_its_rule_file(self, tmp_path):
-        """The configuration as shipped, with its token file pointed at one that exists."""
-        token = tmp_path / "serviceorchestration.token"
-        token.write_text("scrape-secret\n")
-        config = CONFIG.read_text()
-        assert "/etc/prometheus/serviceorchestration.token" in config
-        (tmp_path / CONFIG.name).write_text(
-            config.replace("/etc/prometheus/serviceorchestration.token", str(token)))
+    @pytest.mark.parametrize("config", CONFIGS, ids=lambda path: path.name)
+    def test_promtool_accepts_the_configuration_with_its_rule_file(self, tmp_path, config):
+        """Each configuration as shipped, with its token and CA files pointed at files that
+        exist. Both scrape over HTTPS, as every deployment file serves."""
+        text = config.read_text()
+        for name, content in (("serviceorchestration.token", "scrape-secret\n"),
+                              ("serviceorchestration-ca.pem", "")):
+            assert f"/etc/prometheus/{name}" in text
+            (tmp_path / name).write_text(content)
+            text = text.replace(f"/etc/prometheus/{name}", str(tmp_path / name))
+        (tmp_path / config.name).write_text(text)
         shutil.copy(RULES, tmp_path / RULES.name)
-        result = promtool("check", "config", str(tmp_path / CONFIG.name))
+        result = promtool("check", "config", str(tmp_path / config.name))
+        if WITHOUT_KUBERNETES in result.stdout + result.stderr:
+            result = promtool("check", "config", without_kubernetes(tmp_path / config.name))
         assert result.returncode == 0, result.stdout + result.stderr
         assert "SUCCESS: 1 rule files found" in result.stdout
+        [job] = yaml.safe_load(config.read_text())["scrape_configs"]
+        assert job["scheme"] == "https" and "ca_file" in job["tls_config"]
 
 
 class RulesTests:
@@ -109,8 +142,9 @@ class RulesTests:
             assert names, rule["alert"]
             assert names <= exported_series | PROMETHEUS_SERIES, (rule["alert"], names)
 
-    def test_the_rules_name_the_job_of_the_configuration(self):
-        jobs = {job["job_name"] for job in yaml.safe_load(CONFIG.read_text())["scrape_configs"]}
+    @pytest.mark.parametrize("config", CONFIGS, ids=lambda path: path.name)
+    def test_the_rules_name_the_job_of_the_configuration(self, config):
+        jobs = {job["job_name"] for job in yaml.safe_load(config.read_text())["scrape_configs"]}
         named = set(re.findall(r'job="([^"]+)"', RULES.read_text()))
         assert named == jobs == {"serviceorchestration"}
 
