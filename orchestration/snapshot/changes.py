@@ -26,6 +26,7 @@ half that long (TRUSTED_SECONDS) no longer trusts its position: the snapshot loa
 again, the subscriptions evaluate every live one.
 """
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db import connection
@@ -139,11 +140,34 @@ def _in_progress(snapshot: str) -> tuple[int, ...]:
     return tuple(sorted(int(xid) for xid in listed.split(","))) if listed else ()
 
 
-def bulk_consumers(changes: list[Change]) -> set[str] | None:
-    """The consumers whose rules the bulk writes among `changes` (their changes meaning
-    everything) changed, as those writes listed them (orchestration.models.BulkChangeConsumer);
-    None when one of the changes lists none: it means everything (a TRUNCATE)."""
+def bulk_listed(changes: list[Change]) -> frozenset[int] | None:
+    """The ids of the changes meaning everything among `changes`, when each is a bulk write
+    that listed its consumers (one index probe each, whatever the lists' lengths); None when
+    one lists none: it means everything (a TRUNCATE)."""
     ids = [change.id for change in changes if change.everything]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT change.id FROM {CHANGES} change WHERE change.id IN "
+                       f"({placeholders(len(ids))}) AND EXISTS (SELECT 1 FROM {BULK_CONSUMERS} "
+                       "listed WHERE listed.change_id = change.id)", ids)
+        found = frozenset(change_id for (change_id,) in cursor.fetchall())
+    return found if found == set(ids) else None
+
+
+def bulk_lists(change_ids: frozenset[int], consumer: str) -> bool:
+    """Whether one of the bulk writes `change_ids` changed `consumer`'s rules (an index probe
+    per change)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT 1 FROM {BULK_CONSUMERS} WHERE change_id IN "
+                       f"({placeholders(len(change_ids))}) AND consumer = %s LIMIT 1",
+                       [*change_ids, consumer])
+        return cursor.fetchone() is not None
+
+
+def bulk_consumers(ids: Iterable[int]) -> set[str] | None:
+    """The consumers whose rules the bulk writes `ids` (changes meaning everything) changed,
+    as those writes listed them (orchestration.models.BulkChangeConsumer); None when one of the
+    changes lists none: it means everything (a TRUNCATE)."""
+    ids = list(ids)
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT change_id, consumer FROM {BULK_CONSUMERS} "
                        f"WHERE change_id IN ({placeholders(len(ids))})", ids)

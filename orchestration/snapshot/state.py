@@ -13,7 +13,8 @@ to trust (the feed is pruned) drop the snapshot until it is loaded again in the 
 pulls query the database meanwhile. A bulk write (an import) lists the consumers whose rules it
 changed: those become stale, their pulls read their rules from the database, and the
 background thread reads their rules again CATCH_UP_CONSUMERS at a time, while every other
-consumer is answered from memory all along.
+consumer is answered from memory all along. A pull that meets a bulk write before the
+background thread has read its list asks the database whether the list names its consumer.
 
 A background thread per process loads the snapshot at start and reads the feed every
 REFRESH_SECONDS, so that an idle process keeps its position and does not fall behind.
@@ -52,6 +53,8 @@ from orchestration.snapshot.changes import (
     Change,
     FeedPosition,
     bulk_consumers,
+    bulk_listed,
+    bulk_lists,
     changes_since,
     feed_start,
 )
@@ -99,7 +102,11 @@ class SnapshotView:
         self._data = data
 
     def consumer_rules(self, *, consumer: str, service_definition: str | None) -> list[PullRule]:
-        if consumer in self._data.stale:  # a bulk write's, not read again yet
+        # A bulk write's consumers, not read again yet, from the database: the stale ones and,
+        # while the background thread reads a newly met bulk write's list, the ones it lists.
+        # `pending` first: a change leaves it after its consumers joined `stale`.
+        pending = self._data.pending
+        if consumer in self._data.stale or pending and bulk_lists(pending, consumer):
             by_definition = load_rules([consumer]).get(consumer)
         else:
             by_definition = self._data.rules.get(consumer)
@@ -153,6 +160,9 @@ class _Data:
         # Consumers whose rules a bulk write changed and that are not read again yet: pulls
         # read theirs from the database. Replaced, never changed (pulls read it unlocked).
         self.stale: frozenset[str] = frozenset()
+        # Bulk writes a pull met whose lists of consumers the background thread has not read
+        # yet: pulls ask the database whether they list theirs. Replaced, never changed.
+        self.pending: frozenset[int] = frozenset()
         # The flexible store's rules: naming a consumer (by consumer), selecting consumers by
         # metadata (by service definition).
         self.flexible_named, self.flexible_by_metadata = flexible
@@ -255,20 +265,26 @@ class PullSnapshot:
             except BaseException:
                 self._read_end()
                 raise
-            stale = None
-            if (limit >= MAX_APPLIED_CHANGES and after is not None
-                    and any(change.everything for change in changes)):
-                # The background thread reads the consumers a bulk write listed (90 000 names
-                # for an import of 900 000 rules) without keeping the pulls waiting: they read
-                # the feed themselves meanwhile and, meeting the bulk change, the database.
-                self._read_end()
-                stale = bulk_consumers(changes)
+            stale = listed = None
+            if after is not None and any(change.everything for change in changes):
+                if limit >= MAX_APPLIED_CHANGES:
+                    # The background thread reads the consumers a bulk write listed (90 000
+                    # names for an import of 900 000 rules) without keeping the pulls waiting:
+                    # they read the feed themselves meanwhile and meet the bulk change.
+                    self._read_end()
+                    stale = bulk_consumers(c.id for c in changes if c.everything)
+                else:  # a pull: whether each is a bulk write with a list (not a TRUNCATE)
+                    try:
+                        listed = bulk_listed(changes)
+                    except BaseException:
+                        self._read_end()
+                        raise
             with self._lock:  # the waiting pulls go on once this read is applied
                 if stale is None:
                     self._read_end(locked=True)
                 if self._data is not data:
                     continue  # loaded anew meanwhile: read again from its position
-                if not self._apply(changes, after, limit, stale):
+                if not self._apply(changes, after, limit, stale, listed):
                     return None
                 self._position, self._read_at = after, started
                 self._unfrozen += len(changes)
@@ -283,23 +299,28 @@ class PullSnapshot:
             self._read_done.notify_all()
 
     def _apply(self, changes: list[Change], after: FeedPosition | None, limit: int,
-               stale: set[str] | None = None) -> bool:
-        """Under the lock. False when the changes cannot be applied here: too many, or a
-        bulk write (the background thread takes them, or a reload when it has too many
-        itself), or everything (a reload). `stale`: the consumers the bulk writes among the
-        changes listed (the background thread's read), None for none listed."""
+               stale: set[str] | None = None, listed: frozenset[int] | None = None) -> bool:
+        """Under the lock. False when the changes cannot be applied here: too many, or
+        everything (a reload; a pull leaves them to the background thread). `stale`: the
+        consumers the bulk writes among the changes listed (the background thread's read);
+        `listed`: those bulk writes' ids (a pull's read: the background thread reads their
+        lists, `_pending_read`). None for none listed."""
         background = limit >= MAX_APPLIED_CHANGES
-        if after is None or not background and any(c.everything for c in changes):
+        everything = any(change.everything for change in changes)
+        if after is None or not background and everything and listed is None:
             if background:
                 self._drop(self._data, f"more than {limit} changes at once")
             else:
                 self._wake.set()
             return False
-        if any(change.everything for change in changes):
+        if everything and background:
             if stale is None:
                 self._drop(self._data, "everything changed (a table was emptied)")
                 return False
             self._stale_add(stale)
+        elif everything:
+            self._data.pending = self._data.pending | listed
+            self._wake.set()
         if changes:
             self._reload_keys({c.consumer for c in changes if c.consumer},
                               {c.service_instance_id for c in changes if c.service_instance_id})
@@ -383,6 +404,7 @@ class PullSnapshot:
                     # left: too many changes for one of them, a bulk write's stale consumers.
                     with _pulls_go_first():
                         self.view(limit=MAX_APPLIED_CHANGES)
+                        self._pending_read()
                         self._catch_up()
                     if self._unfrozen >= FREEZE_AFTER_CHANGES and self.freeze_after_load:
                         self._freeze()
@@ -396,6 +418,23 @@ class PullSnapshot:
             if self._data is not None or time.monotonic() < self._next_load:
                 self._wake.wait(REFRESH_SECONDS)
             self._wake.clear()
+
+    def _pending_read(self) -> None:
+        """Read the lists of the bulk writes pulls met (`_Data.pending`): their consumers
+        become stale, read again by `_catch_up`."""
+        data = self._data
+        if data is None or not data.pending:
+            return
+        ids = data.pending
+        consumers = bulk_consumers(ids)
+        with self._lock:
+            if self._data is not data:
+                return  # loaded anew meanwhile
+            if consumers is None:  # cannot be: each was checked to have its list
+                self._drop(data, "a bulk write without its list of consumers")
+                return
+            self._stale_add(consumers)
+            data.pending = data.pending - ids  # after: pulls read `pending` before `stale`
 
     def _catch_up(self) -> None:
         """Read again the rules of up to CATCH_UP_CONSUMERS stale consumers (one process of a

@@ -409,6 +409,40 @@ class BulkChangeTests:
         ids, sqls = pulled(api, "Bulk1")
         assert ids == [THERMO, OTHER] and not read_tables(sqls)
 
+    def test_a_pull_meeting_a_bulk_write_asks_whether_its_list_names_the_consumer(
+            self, api, snapshot, monkeypatch):
+        """Before the background thread has read the bulk write's list: the consumers it
+        names from the database, every other one from memory (no pull waits for the list)."""
+        real, reading, release = snapshot_module.bulk_consumers, threading.Event(), \
+            threading.Event()
+
+        def bulk_consumers(ids):
+            if threading.current_thread().name == "pull-snapshot":
+                reading.set()
+                release.wait(20)
+            return real(ids)
+
+        monkeypatch.setattr(snapshot_module, "bulk_consumers", bulk_consumers)
+        make_rules(("Car", THERMO, 1), ("Bulk1", OTHER, 1))
+        loaded(snapshot)
+        bulk_write(("Bulk1", THERMO, 2), ("Bulk2", THERMO, 1))
+        try:
+            ids, sqls = pulled(api)
+            assert ids == [THERMO] and not read_tables(sqls)
+            assert any("orchestration_bulkchangeconsumer" in sql for sql in sqls)
+            assert reading.wait(10) and snapshot._data.pending
+            ids, sqls = pulled(api, "Bulk1")
+            assert ids == [OTHER, THERMO] and read_tables(sqls)  # named: from the database
+            ids, sqls = pulled(api, "Car")
+            assert ids == [THERMO] and not read_tables(sqls)
+        finally:
+            release.set()
+        assert wait_until(lambda: not snapshot._data.pending and not snapshot._data.stale,
+                          timeout=10)
+        ids, sqls = pulled(api, "Bulk1")
+        assert ids == [OTHER, THERMO] and not read_tables(sqls)
+        assert not any("orchestration_bulkchangeconsumer" in sql for sql in sqls)
+
     def test_a_truncate_among_the_changes_still_loads_everything(self, api, snapshot):
         make_rules(("Car", THERMO, 1))
         loaded(snapshot)
