@@ -142,7 +142,7 @@ class WireNameTests:
     def test_it_gives_results_then_warnings(self):
         result = OrchestrationResult([], ["auto_matchmaking"])
         assert _rendered(orchestration_response_data(result)) == (
-            b'{"results":[],"warnings":["auto_matchmaking"]}')
+            b'{"results":[],"warnings":["auto_matchmaking"]}\n')
 
 
 class DateTimeTests:
