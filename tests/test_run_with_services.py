@@ -26,7 +26,7 @@ from tests.worker import ROOT, _database_url
 VARIABLES = ("DATABASE_URL", "CELERY_BROKER_URL", "MQTT_BROKER_URL")
 
 # The command the runner runs here: it uses the three servers it was given, prints their URLs,
-# writes `ready` and waits (argv: the ready file, the seconds to wait, its exit status).
+# writes `ready` (at once, by a rename) and waits (argv: the ready file, the seconds to wait, its exit status).
 COMMAND = """
 import json, os, socket, sys, time
 from pathlib import Path
@@ -37,7 +37,8 @@ redis.Redis.from_url(os.environ["CELERY_BROKER_URL"]).ping()
 mqtt = urlsplit(os.environ["MQTT_BROKER_URL"])
 socket.create_connection((mqtt.hostname, mqtt.port)).close()
 print(json.dumps({name: os.environ[name] for name in %r}), flush=True)
-Path(sys.argv[1]).write_text(str(os.getpid()))
+Path(sys.argv[1] + ".part").write_text(str(os.getpid()))
+Path(sys.argv[1] + ".part").rename(sys.argv[1])  # whole when it appears
 time.sleep(float(sys.argv[2]))
 sys.exit(int(sys.argv[3]))
 """ % (VARIABLES,)
