@@ -107,18 +107,27 @@ def address_taken() -> str | None:
 
 
 class Front:
-    """The running nginx; when it ends on its own, `on_exit(returncode)` is called (the master
-    stops)."""
+    """The running nginx; when it ends on its own, `on_exit` is called (the master stops). It
+    runs in a process group of its own, so that the terminal's Ctrl-C reaches the master only,
+    which stops it gracefully. (Its exit status says nothing: gunicorn's master reaps any
+    child, nginx too, before this process's wait may.)"""
 
     def __init__(self, on_exit) -> None:
         self._stopping = False
-        self._process = subprocess.Popen(command())
+        self._process = subprocess.Popen(command(), process_group=0)
         threading.Thread(target=self._watch, args=(on_exit,), daemon=True).start()
 
     def _watch(self, on_exit) -> None:
-        returncode = self._process.wait()
+        self._process.wait()
         if not self._stopping:
-            on_exit(returncode)
+            self._group_kill()  # workers the master left behind would keep the port
+            on_exit()
+
+    def _group_kill(self) -> None:
+        try:
+            os.killpg(self._process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
     def stop(self) -> None:
         """Stop nginx gracefully (answers in progress are finished)."""
@@ -127,4 +136,4 @@ class Front:
             self._process.send_signal(signal.SIGQUIT)
             self._process.wait(timeout=settings.SERVER_GRACEFUL_TIMEOUT_SECONDS)
         except (ProcessLookupError, subprocess.TimeoutExpired):
-            self._process.kill()
+            self._group_kill()

@@ -112,13 +112,10 @@ def when_ready(server) -> None:
     config/processes.py starts in the master."""
     global _front
 
-    def nginx_ended(returncode: int) -> None:
+    def nginx_ended() -> None:
         global _front_failed
-        if returncode == 0:  # stopped by a signal, e.g. the terminal's Ctrl-C, which reached
-            server.log.info("nginx stopped; stopping")  # both: not a failure
-        else:
-            _front_failed = True
-            server.log.error(f"nginx failed (exit status {returncode}); stopping")
+        _front_failed = True
+        server.log.error("nginx stopped unexpectedly; stopping")
         os.kill(os.getpid(), signal.SIGTERM)
 
     _front = front.Front(nginx_ended)
