@@ -7,6 +7,8 @@ prepared by their model fields as the ORM prepares them; nothing of `save()` run
 signals, no field defaults: give every column a value).
 """
 import functools
+import os
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -38,13 +40,31 @@ def rows_insert(model: type[models.Model], columns: Sequence[str],
             copy.write_row(row)
 
 
+# Fields whose preparation gives a value of the listed types back unchanged (on PostgreSQL,
+# whose driver takes UUIDs as they are): such values skip it. It was half of a push's COPY
+# in the change-to-subscriber profile (docs/performance.md); a value of another type (a
+# lazy string, a number for a text column) is still prepared by the field.
+_UNCHANGED: tuple[tuple[type[models.Field], frozenset[type]], ...] = (
+    (models.BooleanField, frozenset({bool, type(None)})),
+    (models.CharField, frozenset({str, type(None)})),
+    (models.TextField, frozenset({str, type(None)})),
+    (models.IntegerField, frozenset({int, type(None)})),
+    (models.UUIDField, frozenset({uuid.UUID, type(None)})),
+)
+
+
 def _preparer(field: models.Field, connection) -> Callable[[Any], Any]:
     """How `field` prepares a value. The rows written together usually share their instants
     (created, updated, next attempt), and Django's preparation of a datetime (its zone
     checks) was half of the preparing in the fan-out's profile: each distinct instant is
-    prepared once per call."""
+    prepared once per call. Values that the field's preparation would give back unchanged
+    are written as they are (`_UNCHANGED`)."""
+    prepare_save = functools.partial(field.get_db_prep_save, connection=connection)
     if not isinstance(field, models.DateTimeField):
-        return functools.partial(field.get_db_prep_save, connection=connection)
+        unchanged = _unchanged_types(field, connection)
+        if not unchanged:
+            return prepare_save
+        return lambda value: value if type(value) in unchanged else prepare_save(value)
     known: dict[Any, Any] = {}
 
     def prepare(value: Any) -> Any:
@@ -53,6 +73,31 @@ def _preparer(field: models.Field, connection) -> Callable[[Any], Any]:
         return known[value]
 
     return prepare
+
+
+def new_ids(count: int) -> list[uuid.UUID]:
+    """`count` random (version 4) UUIDs, as `uuid.uuid4` makes them, from one read of the
+    system's randomness: a read each was 3 % of a fan-out's evaluation (docs/performance.md)."""
+    data = os.urandom(16 * count)
+    return [uuid.UUID(bytes=data[start:start + 16], version=4)
+            for start in range(0, len(data), 16)]
+
+
+def _unchanged_types(field: models.Field, connection) -> frozenset[type]:
+    """The value types `field` prepares into themselves (`_UNCHANGED`); none off PostgreSQL,
+    nor for a field whose class overrides its preparation."""
+    if connection.vendor != "postgresql":
+        return frozenset()
+    for base, types in _UNCHANGED:
+        if isinstance(field, base) and _prepares_as(type(field), base):
+            return types
+    return frozenset()
+
+
+def _prepares_as(cls: type[models.Field], base: type[models.Field]) -> bool:
+    """Whether `cls` prepares values as its Django base class `base` does."""
+    return all(getattr(cls, name) is getattr(base, name)
+               for name in ("get_db_prep_save", "get_db_prep_value", "get_prep_value"))
 
 
 def model_rows_insert(instances: Sequence[models.Model]) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from database.bulk_insert import model_rows_insert
+from database.bulk_insert import model_rows_insert, new_ids
 from notifications.handover import (
     deliveries_enqueue,
     deliveries_send_here,
@@ -61,14 +61,15 @@ def deliveries_create(notifications: Sequence[Notification], *,
     subscription."""
     now = timezone.now()
     deliveries: list[NotificationDelivery] = []
-    for notification in notifications:
+    for delivery_id, notification in zip(new_ids(len(notifications)), notifications,
+                                         strict=True):
         protocol = notification.protocol.upper()
         if protocol not in _PROTOCOLS:
             raise ValueError(f"Unsupported notify protocol: {protocol}")
         properties = {str(key).lower(): value
                       for key, value in notification.properties.items()}
         deliveries.append(NotificationDelivery(
-            id=uuid.uuid4(), subscription_id=notification.subscription_id,
+            id=delivery_id, subscription_id=notification.subscription_id,
             receiver=notification.receiver, protocol=protocol, properties=properties,
             destination=http_destination(protocol, properties),
             payload=notification.payload, expires_at=notification.expires_at,

@@ -19,7 +19,7 @@ from django.utils import timezone
 from api.operations import FLEXIBLE_STORE
 from clients.serviceregistry import ServiceRegistryUnavailable
 from conventions.exceptions import ExternalServerError
-from database.bulk_insert import rows_insert
+from database.bulk_insert import new_ids, rows_insert
 from database.transaction_retry import is_conflict, retry_on_conflict
 from orchestration.models import OrchestrationJob
 from orchestration.pull.normalization import parse_orchestration_request
@@ -47,8 +47,13 @@ logger = logging.getLogger(__name__)
 
 # How many changes one round reads from the feed; more flag every live subscription.
 FEED_READ_LIMIT = 20_000
-# How many flagged subscriptions one transaction evaluates.
+# How many flagged subscriptions one transaction evaluates: at most EVALUATION_BATCH. A round
+# that other worker processes help (`_helpers_ask`) makes its first batch FIRST_BATCH long
+# and each next one twice the last: a helper evaluates the second while the first is being
+# sent, so that the first subscribers of a change (a failover) are notified sooner. In one
+# process alone, short batches only added their fixed cost (docs/performance.md).
 EVALUATION_BATCH = 500
+FIRST_BATCH = 50
 
 
 def changes_wait_seconds() -> float:
@@ -144,7 +149,8 @@ def _read(cursor: FeedCursor, limit: int):
 
 def subscriptions_evaluate_flagged(*, share: tuple[int, int] | None = None,
                                    helpers: bool = False) -> int:
-    """Evaluate the flagged subscriptions, EVALUATION_BATCH at a time (`subscriptions_evaluate`).
+    """Evaluate the flagged subscriptions in batches (`evaluation_batches`,
+    `subscriptions_evaluate`).
     With a ServiceRegistry, the instances behind them are looked up again first (one call),
     so the evaluations read what it holds now. When the ServiceRegistry fails, the round ends
     there: the rest would wait for it too, and all stay flagged for the next round.
@@ -169,17 +175,16 @@ def subscriptions_evaluate_flagged(*, share: tuple[int, int] | None = None,
                        "(retried next round): %s", error.message)
         return 0
     ids = [subscription_id for subscription_id, _ in flagged]
-    starts = list(range(0, len(ids), EVALUATION_BATCH))
+    batches = evaluation_batches(len(ids))
     if share is None:
-        if helpers:
-            _helpers_ask(len(starts))
+        if not (helpers and _helpers_ask(len(batches))):
+            batches = evaluation_batches(len(ids), first=EVALUATION_BATCH)
     else:
         index, of = share
-        first = index * len(starts) // max(of, 1)
-        starts = starts[first:] + starts[:first]
-    for start in starts:
-        evaluation = subscriptions_evaluate(ids[start:start + EVALUATION_BATCH],
-                                            send_here=True)
+        first = index * len(batches) // max(of, 1)
+        batches = batches[first:] + batches[:first]
+    for start, end in batches:
+        evaluation = subscriptions_evaluate(ids[start:end], send_here=True)
         pushed += evaluation.pushed
         if any(isinstance(error, ServiceRegistryUnavailable)
                for error in evaluation.failed.values()):
@@ -187,25 +192,40 @@ def subscriptions_evaluate_flagged(*, share: tuple[int, int] | None = None,
     return pushed
 
 
+def evaluation_batches(count: int, first: int | None = None) -> list[tuple[int, int]]:
+    """The (start, end) of each batch of `count` flagged subscriptions, in order: the first
+    `first` (FIRST_BATCH) long, each next one twice the last, none longer than
+    EVALUATION_BATCH."""
+    batches, start = [], 0
+    size = min(FIRST_BATCH if first is None else first, EVALUATION_BATCH)
+    while start < count:
+        batches.append((start, min(start + size, count)))
+        start, size = start + size, min(size * 2, EVALUATION_BATCH)
+    return batches
+
+
 EVALUATE_FLAGGED_TASK = "subscriptions.evaluate_flagged"
 # A helper not started this soon is dropped: the round and beat's have taken the batches.
 HELPER_EXPIRES_SECONDS = 10
 
 
-def _helpers_ask(batches: int) -> None:
+def _helpers_ask(batches: int) -> bool:
     """With a broker, ask SUBSCRIPTION_EVALUATION_PROCESSES - 1 worker processes to share
-    the evaluation of more than one batch (`subscriptions_evaluate_flagged`). Only an ask:
-    what no helper takes, the round evaluates itself."""
+    the evaluation of more than one batch (`subscriptions_evaluate_flagged`); whether it
+    asked. Only an ask: what no helper takes, the round evaluates itself."""
     helpers = min(settings.SUBSCRIPTION_EVALUATION_PROCESSES, batches) - 1
     if (helpers < 1 or current_app.conf.task_always_eager
             or transaction.get_connection().vendor != "postgresql"):  # SQLite: one writer
-        return
+        return False
+    asked = 0
     try:
         for index in range(1, helpers + 1):
             current_app.send_task(EVALUATE_FLAGGED_TASK, args=[index, helpers + 1],
                                   expires=HELPER_EXPIRES_SECONDS)
+            asked += 1
     except Exception:  # noqa: BLE001 - the round evaluates every batch itself then
         logger.warning("Could not ask for help evaluating subscriptions", exc_info=True)
+    return asked > 0
 
 
 @dataclass
@@ -350,9 +370,10 @@ def _pushes_queue(pushes: list[_Push], *, now: dt.datetime, send_here: bool) -> 
     finished = timezone.now()
     push, done = OrchestrationJob.Type.PUSH.value, OrchestrationJob.Status.DONE.value
     rows_insert(OrchestrationJob, _JOB_COLUMNS, [
-        (uuid.uuid4(), push, done, p.subscription.owner, p.subscription.target,
+        (job_id, push, done, p.subscription.owner, p.subscription.target,
          p.subscription.service_definition, p.subscription.id, p.result_count,
-         f"{p.result_count} local result(s)", now, now, finished) for p in pushes])
+         f"{p.result_count} local result(s)", now, now, finished)
+        for job_id, p in zip(new_ids(len(pushes)), pushes, strict=True)])
     pushes_record([(p.subscription, p.response) for p in pushes], now=now,
                   send_here=send_here)
 

@@ -266,6 +266,21 @@ class FlaggedDuringEvaluationTests:
         assert second.outcome() == ([] if "evaluation_flag" in locked_too else [subscription])
 
 
+def test_batches_start_short_and_double_up_to_the_largest(monkeypatch):
+    """A change's first subscribers are notified after a short batch; later batches grow to
+    EVALUATION_BATCH, and together the batches cover every flagged subscription once."""
+    monkeypatch.setattr(evaluation, "FIRST_BATCH", 50)
+    monkeypatch.setattr(evaluation, "EVALUATION_BATCH", 500)
+    assert evaluation.evaluation_batches(0) == []
+    assert evaluation.evaluation_batches(30) == [(0, 30)]
+    assert evaluation.evaluation_batches(100) == [(0, 50), (50, 100)]
+    sizes = [end - start for start, end in evaluation.evaluation_batches(10_000)]
+    assert sizes[:5] == [50, 100, 200, 400, 500] and sum(sizes) == 10_000
+    assert max(sizes) == 500
+    monkeypatch.setattr(evaluation, "EVALUATION_BATCH", 2)  # never longer than it
+    assert evaluation.evaluation_batches(5) == [(0, 2), (2, 4), (4, 5)]
+
+
 class EvaluationHelpersTests:
     """A round that flags more than one batch asks other worker processes to share the
     evaluation (`subscriptions.evaluate_flagged`); each batch is evaluated once."""
