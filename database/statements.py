@@ -82,6 +82,14 @@ def model_instances(model: type[models.Model], columns: Sequence[str],
     return instances
 
 
+def seconds_since(instant: str) -> str:
+    """SQL for the seconds from the instant `instant` (an SQL expression: a column, a
+    subquery) until now, by the database's clock; NULL when it is NULL."""
+    if connection.vendor == "postgresql":
+        return f"EXTRACT(EPOCH FROM clock_timestamp() - ({instant}))::float"
+    return f"(julianday('now') - julianday(({instant}))) * 86400.0"
+
+
 def placeholders(count: int) -> str:
     """`%s, %s, …`: one per value of an IN list (a statement is prepared per list length)."""
     return ", ".join(["%s"] * count)

@@ -2,6 +2,7 @@ import uuid
 
 from django.db import models
 from django.db.models.fields.json import KeyTransform
+from django.db.models.functions import Now
 
 from notifications.models import NotificationDelivery
 
@@ -71,12 +72,19 @@ class EvaluationFlag(models.Model):
     subscription = models.OneToOneField(Subscription, primary_key=True,
                                         on_delete=models.CASCADE, db_constraint=False,
                                         related_name="evaluation_flag")
+    # When it was set (the database's clock): a burst of changes is evaluated no later than
+    # SUBSCRIPTION_MAX_DELAY_SECONDS after its oldest flag (evaluation.py `flags_settling`).
+    # A flag set again while it waits keeps its time.
+    flagged_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        indexes = [models.Index(fields=["flagged_at"], name="evaluation_flag_flagged_at")]
 
 
 class FeedCursor(models.Model):
     """Where the subscriptions stand in the change feed (orchestration/snapshot/changes.py):
     one row, locked by the processing round that reads the feed and flags the subscriptions
-    concerned (subscriptions/services/evaluation.py `_changes_flag`)."""
+    concerned (subscriptions/services/evaluation.py `changes_flag`)."""
 
     last_id = models.BigIntegerField(default=0)
     # PostgreSQL: the transactions running at the last read (their rows may have lower ids).

@@ -13,8 +13,9 @@ from subscriptions.push_jobs import RUN_PUSH_JOB_TASK, push_job_run, push_jobs_s
 from subscriptions.selectors import live_targets
 from subscriptions.services.evaluation import (
     EVALUATE_FLAGGED_TASK,
-    changes_process,
-    changes_wait_seconds,
+    Flagged,
+    changes_flag,
+    flags_settling,
     subscriptions_evaluate_flagged,
 )
 from subscriptions.services.subscribing import subscriptions_remove_expired
@@ -25,15 +26,20 @@ _poll_logger = logging.getLogger("serviceregistry.tasks")
 
 @shared_task(name="subscriptions.process_changes", acks_late=True)
 def process_changes_task() -> int:
-    """Evaluate the subscriptions that the changes in the feed may have affected (beat, every
-    2 s; nudged by the store's writes after they commit). While the changes are a burst still
-    going on, nothing is done and the task asks for itself again when the burst will have
-    settled (docs/subscriptions.md, "When a push happens"). Idempotent."""
-    wait = changes_wait_seconds()
-    if wait > 0:
-        processing_later(wait)
+    """Flag the subscriptions that the changes in the feed may have affected, and evaluate
+    the flagged ones once the burst of changes has ended (beat, every 2 s; nudged by the
+    store's writes as they commit). While the burst goes on, the task asks for itself again
+    when it will have settled: the flagging is done during the quiet period, not after it
+    (docs/subscriptions.md, "When a push happens"). Idempotent."""
+    flagged = changes_flag()
+    if flagged is Flagged.EVERYTHING:  # a position to catch up, not a burst to wait for
+        return subscriptions_evaluate_flagged(helpers=True)
+    settling = flags_settling()
+    if settling.wait > 0:
+        processing_later(settling.wait)
         return 0
-    return changes_process()
+    return subscriptions_evaluate_flagged(
+        helpers=flagged is Flagged.CHANGES or settling.just_ended)
 
 
 @shared_task(name=EVALUATE_FLAGGED_TASK, acks_late=True)

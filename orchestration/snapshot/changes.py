@@ -33,7 +33,7 @@ from django.db import connection
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from database.statements import placeholders, prepared_rows
+from database.statements import placeholders, prepared_rows, seconds_since
 from orchestration.models import BulkChangeConsumer, SnapshotChange
 
 CHANGE_KEEP_SECONDS = 600
@@ -177,24 +177,15 @@ def bulk_consumers(ids: Iterable[int]) -> set[str] | None:
     return {consumer for _, consumer in rows}
 
 
-def changes_settling(after_id: int, *, quiet: float, max_delay: float) -> float:
-    """How long the changes committed with ids above `after_id` are still a burst going on:
-    until the newest is `quiet` seconds old, but not after the oldest is `max_delay` seconds
-    old, by the database's clock (`written_at`; the highest and the lowest id: two index
-    reads however many changes wait). 0 when they have settled, or there are none. A timer
-    that fires up to SETTLE_TOLERANCE_SECONDS early still finds them settled."""
-    if connection.vendor == "postgresql":
-        age = "EXTRACT(EPOCH FROM clock_timestamp() - ({}))::float"
-    else:
-        age = "(julianday('now') - julianday(({}))) * 86400.0"
-    edge = f"SELECT written_at FROM {CHANGES} WHERE id > %s ORDER BY id {{}} LIMIT 1"
-    [(newest_age, oldest_age)] = prepared_rows(
-        f"SELECT {age.format(edge.format('DESC'))}, {age.format(edge.format('ASC'))}",
-        [after_id, after_id])
-    if newest_age is None or oldest_age is None:  # none, or rows older than written_at
-        return 0.0
-    wait = min(quiet - newest_age, max_delay - oldest_age)
-    return wait if wait > SETTLE_TOLERANCE_SECONDS else 0.0
+def newest_change_age() -> float | None:
+    """Seconds since the newest committed change was written (`written_at`, the writing
+    statement's start by the database's clock; one index read); None when the feed holds
+    none. Change processing waits for it to reach the quiet period (subscriptions'
+    evaluation.py `flags_settling`)."""
+    [(age,)] = prepared_rows(
+        f"SELECT {seconds_since(f'SELECT written_at FROM {CHANGES} ORDER BY id DESC LIMIT 1')}",
+        [])
+    return age
 
 
 def changes_prune(*, now: dt.datetime | None = None) -> int:

@@ -3,12 +3,11 @@ instances. Only a nudge: the changes are in the feed the database writes, which 
 every 2 s anyway, so a missing nudge delays a push, never loses it. The task is asked for by
 name; the store does not import the subscriptions app.
 
-The round runs SUBSCRIPTION_QUIET_SECONDS after the change; a round that finds the burst of
-changes still going on asks for itself again when it will have settled (`processing_later`,
-called by subscriptions/tasks.py)."""
+The round runs at the commit and flags what the change concerns; while the burst of changes
+goes on (SUBSCRIPTION_QUIET_SECONDS since the newest), it asks for itself again when the burst
+will have settled (`processing_later`, called by subscriptions/tasks.py) and evaluates then."""
 import logging
 from collections.abc import Callable
-from time import monotonic
 
 from celery import current_app
 from django.conf import settings
@@ -24,14 +23,11 @@ in_process_runner: Callable[..., None] | None = None
 
 
 def processing_nudge() -> None:
-    """Once the current transaction commits, ask for `subscriptions.process_changes`
-    SUBSCRIPTION_QUIET_SECONDS after this call (the writes follow it): the quiet period runs
-    from the change, as the round's own check counts it (by the feed's `written_at`), not
-    from the commit. A round that comes early for a long transaction's last writes finds
-    them unsettled and asks for itself again."""
-    called = monotonic()
-    transaction.on_commit(lambda: processing_later(
-        max(0.0, settings.SUBSCRIPTION_QUIET_SECONDS - (monotonic() - called))))
+    """Once the current transaction commits, ask for `subscriptions.process_changes` at once:
+    the round flags the subscriptions the change concerns during the quiet period, and asks
+    for itself again when the burst will have settled (counted by the feed's `written_at`,
+    from the change, not from the commit)."""
+    transaction.on_commit(lambda: processing_later(0.0))
 
 
 def processing_later(seconds: float) -> None:

@@ -4,6 +4,7 @@ round flag the subscriptions of the consumers they concern (`changes_process`); 
 ones are evaluated in batches (`subscriptions_evaluate`, which the admin's "push now" calls
 too), previewed from one view of the pull snapshot, and the changed results pushed in bulk."""
 import datetime as dt
+import enum
 import json
 import logging
 import uuid
@@ -26,17 +27,18 @@ from orchestration.pull.normalization import parse_orchestration_request
 from orchestration.pull.services import orchestrate_preview
 from orchestration.pull.types import OrchestrationRequest
 from orchestration.snapshot.changes import (
+    SETTLE_TOLERANCE_SECONDS,
     TRUSTED_SECONDS,
     FeedPosition,
-    changes_settling,
     changes_since,
     feed_start,
+    newest_change_age,
 )
 from orchestration.snapshot.state import snapshot_in_transaction
 from serviceregistry.polling import instances_refresh
 from store.models import Rule
 from subscriptions.models import EvaluationFlag, FeedCursor, Subscription
-from subscriptions.services.flagging import flags_clear, flags_set
+from subscriptions.services.flagging import flags_clear, flags_set, oldest_flag_age
 from subscriptions.services.pushing import (
     Rendering,
     pushes_record,
@@ -56,53 +58,79 @@ EVALUATION_BATCH = 500
 FIRST_BATCH = 50
 
 
-def changes_wait_seconds() -> float:
-    """How much longer the changes in the feed after the subscriptions' cursor are a burst
-    going on (orchestration/snapshot/changes.py `changes_settling`, with
-    SUBSCRIPTION_QUIET_SECONDS and SUBSCRIPTION_MAX_DELAY_SECONDS); 0: process them now.
-    Also 0 for a cursor not read lately, which processes everything anyway."""
-    cursor = FeedCursor.objects.filter(pk=1).first()
-    if cursor is None or not _trusted(cursor, TRUSTED_SECONDS / 2):
-        return 0.0
-    return changes_settling(cursor.last_id, quiet=settings.SUBSCRIPTION_QUIET_SECONDS,
-                            max_delay=settings.SUBSCRIPTION_MAX_DELAY_SECONDS)
+class Flagged(enum.Enum):
+    """What a round's flagging (`changes_flag`) found in the feed."""
+    NOTHING = "nothing new"
+    CHANGES = "new changes"  # their subscriptions flagged
+    EVERYTHING = "everything"  # every live subscription flagged: a position to catch up
+
+
+@dataclass(frozen=True)
+class Settling:
+    """How the flagged subscriptions stand against the burst of changes (`flags_settling`)."""
+    wait: float  # seconds before evaluating them; 0: now
+    just_ended: bool  # the burst ended lately: the round that comes for it, not a later one
+
+
+# A round evaluating within this long after the burst's quiet moment is the round that came
+# for it, and asks helpers (a later periodic round joins the evaluation as one more).
+JUST_ENDED_SECONDS = 1.0
 
 
 def changes_process() -> int:
     """Turn the changes in the feed since the subscriptions' cursor into evaluation flags
     (models.py `EvaluationFlag`, one transaction), then evaluate every flagged subscription
-    once. Returns how many pushes were queued. The task waits for a burst to end first
-    (`changes_wait_seconds`)."""
-    return subscriptions_evaluate_flagged(helpers=_changes_flag())
+    once. Returns how many pushes were queued. Never waits: the task flags at once and
+    waits for a burst to end before it evaluates (subscriptions/tasks.py, `flags_settling`)."""
+    return subscriptions_evaluate_flagged(helpers=changes_flag() is not Flagged.NOTHING)
 
 
-def _changes_flag() -> bool:
-    """Flag the subscriptions concerned by the changes after the cursor (_changes_flag_locked);
-    whether there were changes to read. A round that finds nothing new, with a cursor read
-    recently, ends without a transaction: its reads of the cursor and of the feed hold no
-    lock past their statement, so that the rounds nudged by every write do not hold one
-    table while waiting for another."""
+def flags_settling() -> Settling:
+    """Whether the flagged subscriptions wait for a burst of changes to end: until the newest
+    change is SUBSCRIPTION_QUIET_SECONDS old, but no longer than SUBSCRIPTION_MAX_DELAY_SECONDS
+    after the oldest flag was set (both by the database's clock; two index reads). A timer
+    that fires up to SETTLE_TOLERANCE_SECONDS early still finds them settled. Nothing
+    flagged: nothing to wait for."""
+    oldest = oldest_flag_age()
+    if oldest is None:
+        return Settling(0.0, False)
+    newest = newest_change_age()
+    quiet = settings.SUBSCRIPTION_QUIET_SECONDS
+    wait = settings.SUBSCRIPTION_MAX_DELAY_SECONDS - oldest
+    if newest is not None:
+        wait = min(wait, quiet - newest)
+    if wait > SETTLE_TOLERANCE_SECONDS:
+        return Settling(wait, False)
+    return Settling(0.0, newest is None or newest < quiet + JUST_ENDED_SECONDS)
+
+
+def changes_flag() -> Flagged:
+    """Flag the subscriptions concerned by the changes after the cursor (_changes_flag_locked).
+    A round that finds nothing new, with a cursor read recently, ends without a transaction:
+    its reads of the cursor and of the feed hold no lock past their statement, so that the
+    rounds nudged by every write do not hold one table while waiting for another."""
     cursor = FeedCursor.objects.filter(pk=1).first()
     if (cursor is not None and _trusted(cursor, TRUSTED_SECONDS / 2)
             and not _read(cursor, 1)[0]):
-        return False
-    _changes_flag_locked()
-    return True
+        return Flagged.NOTHING
+    return Flagged.EVERYTHING if _changes_flag_locked() else Flagged.CHANGES
 
 
 @retry_on_conflict
 @transaction.atomic
-def _changes_flag_locked() -> None:
+def _changes_flag_locked() -> bool:
     """Read the feed from the cursor (locked: concurrent rounds take turns, and each reads
     from where the last committed one left off) and flag the subscriptions of the consumers
     concerned: those whose rules changed and those whose rules point at a changed instance.
     A cursor never read, or not for TRUSTED_SECONDS (the feed may have been pruned since),
-    more than FEED_READ_LIMIT changes, or a TRUNCATE flag every live subscription instead."""
+    more than FEED_READ_LIMIT changes, or a TRUNCATE flag every live subscription instead
+    (returns True then)."""
     FeedCursor.objects.get_or_create(pk=1)
     cursor = FeedCursor.objects.select_for_update().get(pk=1)
     now = timezone.now()
     changes, after = _read(cursor, FEED_READ_LIMIT) if _trusted(cursor) else ([], None)
-    if after is None or any(change.everything for change in changes):
+    everything = after is None or any(change.everything for change in changes)
+    if everything:
         after = feed_start()  # everything committed before it is evaluated now
         due = Subscription.objects.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
     else:
@@ -112,6 +140,7 @@ def _changes_flag_locked() -> None:
     flags_set(due)
     cursor.last_id, cursor.running, cursor.read_at = after.last_id, list(after.running), now
     cursor.save()
+    return everything
 
 
 def _concerned(changes) -> Q:

@@ -176,7 +176,7 @@ class BatchEvaluationTests:
                 locked.set()
                 release.wait(10)
 
-        evaluation._changes_flag()  # all three flagged
+        evaluation.changes_flag()  # all three flagged
         holder = Background(hold)
         assert locked.wait(10)
         try:
@@ -198,7 +198,7 @@ class FlaggedDuringEvaluationTests:
             self, subscribers, monkeypatch):
         subscribers(2)
         make_instances(instance_body("Shared", metadata={"v": 2}))
-        evaluation._changes_flag()
+        evaluation.changes_flag()
         ids = list(flagged_subscriptions().order_by("pk").values_list("pk", flat=True))
         assert len(ids) == 2
         previewed, release = threading.Event(), threading.Event()
@@ -221,7 +221,7 @@ class FlaggedDuringEvaluationTests:
         finally:
             release.set()
         assert batch.outcome() == 2  # what it previewed: v 2
-        assert flagging.outcome() is None
+        assert flagging.outcome() is False  # flagged what the change concerns
         assert sorted(flagged_subscriptions().values_list("pk", flat=True)) == sorted(ids)
         assert _metadata_pushed() == {f"Car{n}": {"v": 2} for n in range(2)}
         NotificationDelivery.objects.all().delete()
@@ -324,7 +324,7 @@ class EvaluationHelpersTests:
         subscribers(8)
         monkeypatch.setattr(evaluation, "EVALUATION_BATCH", 2)
         make_instances(instance_body("Shared", metadata={"v": 2}))
-        evaluation._changes_flag()
+        evaluation.changes_flag()
         barrier = threading.Barrier(3)
         helpers = [Background(lambda index=index: evaluation.subscriptions_evaluate_flagged(
             share=(index, 3)), barrier=barrier) for index in range(3)]

@@ -1,8 +1,9 @@
-"""Change processing waits for a burst of changes to end (issue 34): the task runs once no
-change has come for SUBSCRIPTION_QUIET_SECONDS, never later than SUBSCRIPTION_MAX_DELAY_SECONDS
-after the oldest change it has not processed, evaluates a burst once, and asks for itself
-again while the burst goes on. The feed's `written_at` is moved back in time instead of
-waiting."""
+"""Change processing flags at once and evaluates once a burst of changes has ended (issue 34):
+the task flags the subscriptions a change concerns when it runs (at the commit), evaluates the
+flagged ones once no change has come for SUBSCRIPTION_QUIET_SECONDS, never later than
+SUBSCRIPTION_MAX_DELAY_SECONDS after the oldest flag, evaluates a burst once, and asks for
+itself again while the burst goes on. The feed's `written_at` and the flags' `flagged_at` are
+moved back in time instead of waiting."""
 import datetime as dt
 
 import pytest
@@ -10,9 +11,11 @@ from django.db.models import F
 
 from notifications.models import NotificationDelivery
 from orchestration.models import SnapshotChange
-from orchestration.snapshot.changes import changes_settling, feed_start
+from orchestration.snapshot.changes import newest_change_age
 from store.services import nudge
-from subscriptions.models import FeedCursor, Subscription
+from subscriptions.models import EvaluationFlag, FeedCursor, Subscription
+from subscriptions.services.evaluation import Settling, flags_settling
+from subscriptions.services.flagging import oldest_flag_age
 from subscriptions.tasks import process_changes_task
 from tests.factories import make_instances, make_rules
 from tests.startup import assert_start_refused, started
@@ -20,6 +23,7 @@ from tests.store.helpers import instance_body
 from tests.subscriptions.helpers import (
     feed_skip,
     feed_unread,
+    flags_set_all,
     is_flagged,
     mqtt_notify,
     subscribe,
@@ -40,33 +44,55 @@ def written_ago(seconds: float, **filters) -> None:
         written_at=F("written_at") - dt.timedelta(seconds=seconds))
 
 
-class ChangesSettlingTests:
-    def test_nothing_after_the_position_has_settled(self):
+def flagged_ago(seconds: float) -> None:
+    EvaluationFlag.objects.update(flagged_at=F("flagged_at") - dt.timedelta(seconds=seconds))
+
+
+class AgesTests:
+    def test_the_newest_change_and_the_oldest_flag_have_their_ages(self, subscription):
+        SnapshotChange.objects.all().delete()
+        EvaluationFlag.objects.all().delete()
+        assert newest_change_age() is None and oldest_flag_age() is None
         make_rules(("Consumer", A, 1))
-        assert changes_settling(feed_start().last_id, quiet=60, max_delay=600) == 0
+        written_ago(30)
+        assert 30 <= newest_change_age() < 35
+        make_rules(("Consumer", provider(2), 2))
+        assert newest_change_age() < 5  # the newest decides
+        flags_set_all()
+        flagged_ago(40)
+        assert 40 <= oldest_flag_age() < 45
+
+
+class FlagsSettlingTests:
+    @pytest.fixture(autouse=True)
+    def flagged(self, subscription):
+        flags_set_all()
+
+    def test_nothing_flagged_has_nothing_to_wait_for(self):
+        EvaluationFlag.objects.all().delete()
+        make_rules(("Consumer", A, 1))  # a change just now
+        assert flags_settling() == Settling(0.0, False)
 
     def test_a_change_younger_than_the_quiet_period_is_a_burst_going_on(self):
         make_rules(("Consumer", A, 1))
-        assert 59 < changes_settling(0, quiet=60, max_delay=600) <= 60
-        written_ago(61)
-        assert changes_settling(0, quiet=60, max_delay=600) == 0
+        assert 59 < flags_settling().wait <= 60
+        written_ago(60.5)
+        assert flags_settling() == Settling(0.0, True)  # ended lately: helpers are asked
+        written_ago(60)
+        assert flags_settling() == Settling(0.0, False)  # long since: a later round
 
     def test_the_newest_change_decides_the_quiet_period(self):
         make_rules(("Consumer", A, 1))
         written_ago(30)
         make_rules(("Consumer", provider(2), 2))  # a second change, just now
-        assert changes_settling(0, quiet=60, max_delay=600) > 59
+        assert flags_settling().wait > 59
 
-    def test_the_oldest_unprocessed_change_bounds_the_wait(self):
+    def test_the_oldest_flag_bounds_the_wait(self):
         make_rules(("Consumer", A, 1))
-        written_ago(590)
-        make_rules(("Consumer", provider(2), 2))
-        assert 9 < changes_settling(0, quiet=60, max_delay=600) <= 10
-        written_ago(11, id=SnapshotChange.objects.order_by("id").first().id)
-        assert changes_settling(0, quiet=60, max_delay=600) == 0
-        # Once the old change is processed (the position past it), the young one waits.
-        first = SnapshotChange.objects.order_by("id").first().id
-        assert changes_settling(first, quiet=60, max_delay=600) > 59
+        flagged_ago(590)
+        assert 9 < flags_settling().wait <= 10
+        flagged_ago(11)
+        assert flags_settling().wait == 0
 
 
 @pytest.fixture
@@ -98,10 +124,12 @@ class ProcessChangesTaskTests:
             make_rules(("TemperatureConsumer", provider(number), number))
             assert process_changes_task() == 0
             assert 59 < asked_again[-1] <= 60  # when the newest change will have settled
-        assert len(feed_unread()) == 10 and not is_flagged(Subscription.objects.get())
+            # Flagged at once: the quiet period is not spent reading the feed afterwards.
+            assert not feed_unread() and is_flagged(Subscription.objects.get())
+        assert notifications() == before
         written_ago(61)  # the quiet period has passed
         assert process_changes_task() == 1
-        assert notifications() == before + 1 and not feed_unread()
+        assert notifications() == before + 1 and not is_flagged(Subscription.objects.get())
         assert len(asked_again) == 10
         results = NotificationDelivery.objects.latest("created_at").payload["payload"]["results"]
         assert len(results) == 11
@@ -109,10 +137,11 @@ class ProcessChangesTaskTests:
     def test_a_burst_that_goes_on_is_evaluated_after_the_longest_delay(self, subscription,
                                                                         asked_again):
         make_rules(("TemperatureConsumer", provider(2), 2))
-        written_ago(601)  # the first change waits longer than SUBSCRIPTION_MAX_DELAY_SECONDS
+        assert process_changes_task() == 0 and asked_again
+        flagged_ago(601)  # flagged longer ago than SUBSCRIPTION_MAX_DELAY_SECONDS
         make_rules(("TemperatureConsumer", provider(3), 3))  # and the burst goes on
         assert process_changes_task() == 1
-        assert not feed_unread() and not asked_again
+        assert not feed_unread() and len(asked_again) == 1
 
     def test_a_cursor_not_read_lately_processes_at_once(self, subscription, asked_again):
         """A cursor never read (or not trusted) evaluates every live subscription: there is
@@ -120,6 +149,10 @@ class ProcessChangesTaskTests:
         FeedCursor.objects.all().delete()
         make_rules(("TemperatureConsumer", provider(2), 2))
         assert process_changes_task() == 1 and not asked_again
+
+    def test_a_round_with_nothing_flagged_evaluates_nothing(self, subscription, asked_again):
+        make_rules(("SomeoneElse", provider(2), 2))  # concerns no subscription
+        assert process_changes_task() == 0 and not asked_again
 
 
 class ProcessingLaterTests:
@@ -131,18 +164,16 @@ class ProcessingLaterTests:
         nudge.processing_later(0.25)
         assert sent == [("subscriptions.process_changes", 0.25)]
 
-    def test_the_nudge_counts_the_quiet_period_from_the_change_not_the_commit(
-            self, monkeypatch, settings, django_capture_on_commit_callbacks):
-        settings.SUBSCRIPTION_QUIET_SECONDS = 0.25
+    def test_the_nudge_asks_for_the_round_at_the_commit(
+            self, monkeypatch, django_capture_on_commit_callbacks):
         asked = []
         monkeypatch.setattr(nudge, "processing_later", asked.append)
-        clock = iter([100.0, 100.1, 200.0, 200.4])  # each nudge's call, then its commit
-        monkeypatch.setattr(nudge, "monotonic", lambda: next(clock))
-        with django_capture_on_commit_callbacks(execute=True):
-            nudge.processing_nudge()  # the writes took 0.1 s before the commit
-        with django_capture_on_commit_callbacks(execute=True):
-            nudge.processing_nudge()  # a transaction longer than the quiet period
-        assert asked == [pytest.approx(0.15), 0.0]
+        with django_capture_on_commit_callbacks(execute=False) as callbacks:
+            nudge.processing_nudge()
+        assert asked == []  # not before the commit
+        for callback in callbacks:
+            callback()
+        assert asked == [0.0]  # the round flags during the quiet period
 
     def test_without_a_broker_the_schedulers_thread_is_asked(self, monkeypatch, settings):
         asked = []

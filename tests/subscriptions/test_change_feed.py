@@ -1,5 +1,5 @@
 """The subscriptions read the change feed the database writes (orchestration/snapshot/changes.py)
-through their stored cursor (subscriptions/services/evaluation.py `_changes_flag`): the changes
+through their stored cursor (subscriptions/services/evaluation.py `changes_flag`): the changes
 after it flag the subscriptions of the consumers concerned; what the cursor cannot vouch for
 flags every live one."""
 import datetime as dt
@@ -55,40 +55,40 @@ def consumers(api):
 class CursorTests:
     def test_it_flags_the_consumers_whose_rules_changed(self, consumers):
         make_rules(("Car2", A, 2))
-        evaluation._changes_flag()
+        evaluation.changes_flag()
         assert flagged() == {"Car2"}
         assert not feed_unread()
 
     def test_an_instance_change_flags_the_consumers_whose_rules_point_at_it(self, consumers):
         make_instances(instance_body("ProviderA", metadata={"v": 2}))
-        evaluation._changes_flag()
+        evaluation.changes_flag()
         assert flagged() == {"Car1"}
 
     def test_a_round_without_changes_flags_nothing_and_locks_nothing(self, consumers):
-        evaluation._changes_flag()  # the cursor read just now
+        evaluation.changes_flag()  # the cursor read just now
         with CaptureQueriesContext(connection) as queries:
-            evaluation._changes_flag()
+            evaluation.changes_flag()
         assert flagged() == set()
         assert not any("FOR UPDATE" in query["sql"] for query in queries)
 
     def test_a_truncate_flags_every_live_subscription(self, consumers):
         with connection.cursor() as cursor:
             cursor.execute("TRUNCATE orchestration_orchestrationlock")
-        evaluation._changes_flag()
+        evaluation.changes_flag()
         assert flagged() == {"Car1", "Car2"}
 
     def test_a_cursor_behind_the_pruning_flags_every_live_subscription(self, consumers):
         FeedCursor.objects.update(
             read_at=timezone.now() - dt.timedelta(seconds=TRUSTED_SECONDS + 1))
-        evaluation._changes_flag()
+        evaluation.changes_flag()
         assert flagged() == {"Car1", "Car2"}
         flags_clear_all()
-        evaluation._changes_flag()  # read just now: trusted again
+        evaluation.changes_flag()  # read just now: trusted again
         assert flagged() == set()
 
     def test_a_cursor_never_read_flags_every_live_subscription(self, consumers):
         FeedCursor.objects.all().delete()
-        evaluation._changes_flag()
+        evaluation.changes_flag()
         assert flagged() == {"Car1", "Car2"}
         assert not feed_unread()
 
@@ -96,7 +96,7 @@ class CursorTests:
                                                                        monkeypatch):
         monkeypatch.setattr(evaluation, "FEED_READ_LIMIT", 1)
         make_rules(("Car1", B, 2), ("Other", A, 1))
-        evaluation._changes_flag()
+        evaluation.changes_flag()
         assert flagged() == {"Car1", "Car2"}
         assert not feed_unread()
 
@@ -117,12 +117,12 @@ class ConcurrentCursorTests:
         writer = Background(slow_writer)
         assert written.wait(timeout=30)
         make_rules(("Car2", A, 2))
-        evaluation._changes_flag()
+        evaluation.changes_flag()
         assert flagged() == {"Car2"}
         commit.set()
         assert writer.outcome() is None
         flags_clear_all()
-        evaluation._changes_flag()
+        evaluation.changes_flag()
         assert flagged() == {"Car1"}
         assert not feed_unread()
 
@@ -133,7 +133,7 @@ class ConcurrentCursorTests:
         outcomes = second_writer_waits(evaluation._changes_flag_locked,
                                        evaluation._changes_flag_locked,
                                        entered, release, first_waiting)
-        assert outcomes["first"] is None and outcomes["second"] is None
+        assert outcomes["first"] is False and outcomes["second"] is False  # not everything
         assert not outcomes["second reached the write while the first held it"]
         assert flagged() == {"Car2"}
         assert wait_until(lambda: not feed_unread(), timeout=1)
