@@ -342,7 +342,7 @@ def _locked(ids: Sequence[uuid.UUID], force: bool) -> list[Subscription]:
         return list(rows.select_for_update().only(*_EVALUATED_FIELDS))
     return list(rows.filter(evaluation_flag__isnull=False).select_related("evaluation_flag")
                 .select_for_update(skip_locked=True, of=("self", "evaluation_flag"))
-                .only(*_EVALUATED_FIELDS, "evaluation_flag"))
+                .only(*_EVALUATED_FIELDS, "evaluation_flag__subscription"))  # not its time
 
 
 class _Requests:
