@@ -2,7 +2,6 @@ import uuid
 
 from django.db import models
 from django.db.models.fields.json import KeyTransform
-from django.db.models.functions import Now
 
 from notifications.models import NotificationDelivery
 
@@ -72,13 +71,6 @@ class EvaluationFlag(models.Model):
     subscription = models.OneToOneField(Subscription, primary_key=True,
                                         on_delete=models.CASCADE, db_constraint=False,
                                         related_name="evaluation_flag")
-    # When it was set (the database's clock): a burst of changes is evaluated no later than
-    # SUBSCRIPTION_MAX_DELAY_SECONDS after its oldest flag (evaluation.py `flags_settling`).
-    # A flag set again while it waits keeps its time.
-    flagged_at = models.DateTimeField(db_default=Now())
-
-    class Meta:
-        indexes = [models.Index(fields=["flagged_at"], name="evaluation_flag_flagged_at")]
 
 
 class FeedCursor(models.Model):
@@ -90,6 +82,10 @@ class FeedCursor(models.Model):
     # PostgreSQL: the transactions running at the last read (their rows may have lower ids).
     running = models.JSONField(default=list)
     read_at = models.DateTimeField(null=True)  # None: never read (every subscription is due)
+    # When the oldest change flagged and not yet evaluated was written (the feed's
+    # `written_at`): the burst began then, and its evaluation comes no later than
+    # SUBSCRIPTION_MAX_DELAY_SECONDS after it. None: no burst waits (evaluation.py).
+    pending_since = models.DateTimeField(null=True)
 
 
 # The advisory-lock namespace of subscriptions by identity key (database/advisory_locks.py):

@@ -14,6 +14,7 @@ from subscriptions.selectors import live_targets
 from subscriptions.services.evaluation import (
     EVALUATE_FLAGGED_TASK,
     Flagged,
+    burst_take,
     changes_flag,
     flags_settling,
     subscriptions_evaluate_flagged,
@@ -38,8 +39,11 @@ def process_changes_task() -> int:
     if settling.wait > 0:
         processing_later(settling.wait)
         return 0
-    return subscriptions_evaluate_flagged(
-        helpers=flagged is Flagged.CHANGES or settling.just_ended)
+    # The round that takes the burst asks for helpers; the others join as they are.
+    took = settling.pending and burst_take()
+    if not settling.flagged:
+        return 0
+    return subscriptions_evaluate_flagged(helpers=took)
 
 
 @shared_task(name=EVALUATE_FLAGGED_TASK, acks_late=True)

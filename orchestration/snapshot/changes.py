@@ -30,10 +30,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, Min, OuterRef
 from django.utils import timezone
 
-from database.statements import placeholders, prepared_rows, seconds_since
+from database.statements import placeholders, prepared_rows
 from orchestration.models import BulkChangeConsumer, SnapshotChange
 
 CHANGE_KEEP_SECONDS = 600
@@ -177,15 +177,19 @@ def bulk_consumers(ids: Iterable[int]) -> set[str] | None:
     return {consumer for _, consumer in rows}
 
 
-def newest_change_age() -> float | None:
-    """Seconds since the newest committed change was written (`written_at`, the writing
-    statement's start by the database's clock; one index read); None when the feed holds
-    none. Change processing waits for it to reach the quiet period (subscriptions'
-    evaluation.py `flags_settling`)."""
-    [(age,)] = prepared_rows(
-        f"SELECT {seconds_since(f'SELECT written_at FROM {CHANGES} ORDER BY id DESC LIMIT 1')}",
-        [])
-    return age
+# The newest committed change's `written_at` (one index read), for change processing's wait
+# for a burst of changes to end (subscriptions' evaluation.py `flags_settling`).
+NEWEST_WRITTEN = f"SELECT written_at FROM {CHANGES} ORDER BY id DESC LIMIT 1"
+
+
+def changes_first_written(changes: list[Change]) -> dt.datetime | None:
+    """The earliest `written_at` of the feed rows from the first to the last id of `changes`:
+    one range read, never later than the earliest of `changes` themselves."""
+    if not changes:
+        return None
+    ids = [change.id for change in changes]
+    return SnapshotChange.objects.filter(id__gte=min(ids), id__lte=max(ids)).aggregate(
+        first=Min("written_at"))["first"]
 
 
 def changes_prune(*, now: dt.datetime | None = None) -> int:

@@ -21,24 +21,26 @@ from api.operations import FLEXIBLE_STORE
 from clients.serviceregistry import ServiceRegistryUnavailable
 from conventions.exceptions import ExternalServerError
 from database.bulk_insert import new_ids, rows_insert
+from database.statements import prepared_rows, seconds_since
 from database.transaction_retry import is_conflict, retry_on_conflict
 from orchestration.models import OrchestrationJob
 from orchestration.pull.normalization import parse_orchestration_request
 from orchestration.pull.services import orchestrate_preview
 from orchestration.pull.types import OrchestrationRequest
 from orchestration.snapshot.changes import (
+    NEWEST_WRITTEN,
     SETTLE_TOLERANCE_SECONDS,
     TRUSTED_SECONDS,
     FeedPosition,
+    changes_first_written,
     changes_since,
     feed_start,
-    newest_change_age,
 )
 from orchestration.snapshot.state import snapshot_in_transaction
 from serviceregistry.polling import instances_refresh
 from store.models import Rule
 from subscriptions.models import EvaluationFlag, FeedCursor, Subscription
-from subscriptions.services.flagging import flags_clear, flags_set, oldest_flag_age
+from subscriptions.services.flagging import flags_clear, flags_set
 from subscriptions.services.pushing import (
     Rendering,
     pushes_record,
@@ -69,12 +71,8 @@ class Flagged(enum.Enum):
 class Settling:
     """How the flagged subscriptions stand against the burst of changes (`flags_settling`)."""
     wait: float  # seconds before evaluating them; 0: now
-    just_ended: bool  # the burst ended lately: the round that comes for it, not a later one
-
-
-# A round evaluating within this long after the burst's quiet moment is the round that came
-# for it, and asks helpers (a later periodic round joins the evaluation as one more).
-JUST_ENDED_SECONDS = 1.0
+    pending: bool  # a burst waits to be taken (`burst_take`)
+    flagged: bool  # some subscription is flagged
 
 
 def changes_process() -> int:
@@ -82,26 +80,35 @@ def changes_process() -> int:
     (models.py `EvaluationFlag`, one transaction), then evaluate every flagged subscription
     once. Returns how many pushes were queued. Never waits: the task flags at once and
     waits for a burst to end before it evaluates (subscriptions/tasks.py, `flags_settling`)."""
-    return subscriptions_evaluate_flagged(helpers=changes_flag() is not Flagged.NOTHING)
+    flagged = changes_flag()
+    burst_take()
+    return subscriptions_evaluate_flagged(helpers=flagged is not Flagged.NOTHING)
 
 
 def flags_settling() -> Settling:
     """Whether the flagged subscriptions wait for a burst of changes to end: until the newest
     change is SUBSCRIPTION_QUIET_SECONDS old, but no longer than SUBSCRIPTION_MAX_DELAY_SECONDS
-    after the oldest flag was set (both by the database's clock; two index reads). A timer
-    that fires up to SETTLE_TOLERANCE_SECONDS early still finds them settled. Nothing
-    flagged: nothing to wait for."""
-    oldest = oldest_flag_age()
-    if oldest is None:
-        return Settling(0.0, False)
-    newest = newest_change_age()
-    quiet = settings.SUBSCRIPTION_QUIET_SECONDS
-    wait = settings.SUBSCRIPTION_MAX_DELAY_SECONDS - oldest
-    if newest is not None:
-        wait = min(wait, quiet - newest)
-    if wait > SETTLE_TOLERANCE_SECONDS:
-        return Settling(wait, False)
-    return Settling(0.0, newest is None or newest < quiet + JUST_ENDED_SECONDS)
+    after the burst began (the cursor's `pending_since`, the oldest change flagged and not
+    yet taken); ages by the database's clock, in one statement. A timer that fires up to
+    SETTLE_TOLERANCE_SECONDS early still finds them settled. Flags outside a burst (a
+    subscribe's, an expired subscription's) do not make a burst wait, nor start one."""
+    cursor, flags = FeedCursor._meta.db_table, EvaluationFlag._meta.db_table
+    [(pending, newest, flagged)] = prepared_rows(
+        f"SELECT {seconds_since(f'SELECT pending_since FROM {cursor} WHERE id = 1')}, "
+        f"{seconds_since(NEWEST_WRITTEN)}, EXISTS (SELECT 1 FROM {flags})", [])
+    wait = 0.0 if newest is None else settings.SUBSCRIPTION_QUIET_SECONDS - newest
+    if pending is not None:
+        wait = min(wait, settings.SUBSCRIPTION_MAX_DELAY_SECONDS - pending)
+    return Settling(wait if wait > SETTLE_TOLERANCE_SECONDS else 0.0, pending is not None,
+                    bool(flagged))
+
+
+def burst_take() -> bool:
+    """Mark the burst of changes waiting as taken (evaluated now): whether this round took it
+    (of rounds deciding at once, one does, and asks for helpers). A burst that a later
+    change continues begins again at that change."""
+    return FeedCursor.objects.filter(pk=1, pending_since__isnull=False).update(
+        pending_since=None) > 0
 
 
 def changes_flag() -> Flagged:
@@ -138,6 +145,10 @@ def _changes_flag_locked() -> bool:
     # One statement, which locks the rows in id order before inserting their flags: the
     # lock is what makes a round wait for an evaluation holding them (flagging.py).
     flags_set(due)
+    if everything:  # evaluated at once: no burst waits
+        cursor.pending_since = None
+    elif cursor.pending_since is None:  # the burst begins with these changes
+        cursor.pending_since = changes_first_written(changes)
     cursor.last_id, cursor.running, cursor.read_at = after.last_id, list(after.running), now
     cursor.save()
     return everything

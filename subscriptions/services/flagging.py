@@ -17,7 +17,7 @@ from django.core.exceptions import EmptyResultSet
 from django.db import connection
 from django.db.models import QuerySet
 
-from database.statements import Statement, placeholders, prepared_rows, seconds_since
+from database.statements import Statement, placeholders
 from subscriptions.models import EvaluationFlag, Subscription
 
 
@@ -50,16 +50,6 @@ def flags_clear(ids: Sequence[UUID]) -> None:
     """Clear the flags of the subscriptions `ids` (evaluated, or pushed: their locks held)."""
     if ids:
         EvaluationFlag.objects.filter(pk__in=list(ids)).delete()
-
-
-def oldest_flag_age() -> float | None:
-    """Seconds since the oldest flag still set was set (one index read); None when none is."""
-    [(age,)] = prepared_rows(
-        f"SELECT {seconds_since(f'SELECT MIN(flagged_at) FROM {_FLAGS}')}", [])
-    return age
-
-
-_FLAGS = EvaluationFlag._meta.db_table
 
 
 def _insert() -> str:

@@ -1,9 +1,9 @@
 """Change processing flags at once and evaluates once a burst of changes has ended (issue 34):
 the task flags the subscriptions a change concerns when it runs (at the commit), evaluates the
 flagged ones once no change has come for SUBSCRIPTION_QUIET_SECONDS, never later than
-SUBSCRIPTION_MAX_DELAY_SECONDS after the oldest flag, evaluates a burst once, and asks for
-itself again while the burst goes on. The feed's `written_at` and the flags' `flagged_at` are
-moved back in time instead of waiting."""
+SUBSCRIPTION_MAX_DELAY_SECONDS after the burst began (its oldest change), evaluates a burst
+once, and asks for itself again while the burst goes on. The feed's `written_at` and the
+cursor's `pending_since` are moved back in time instead of waiting."""
 import datetime as dt
 
 import pytest
@@ -11,11 +11,9 @@ from django.db.models import F
 
 from notifications.models import NotificationDelivery
 from orchestration.models import SnapshotChange
-from orchestration.snapshot.changes import newest_change_age
 from store.services import nudge
-from subscriptions.models import EvaluationFlag, FeedCursor, Subscription
-from subscriptions.services.evaluation import Settling, flags_settling
-from subscriptions.services.flagging import oldest_flag_age
+from subscriptions.models import FeedCursor, Subscription
+from subscriptions.services.evaluation import Settling, burst_take, flags_settling
 from subscriptions.tasks import process_changes_task
 from tests.factories import make_instances, make_rules
 from tests.startup import assert_start_refused, started
@@ -44,55 +42,53 @@ def written_ago(seconds: float, **filters) -> None:
         written_at=F("written_at") - dt.timedelta(seconds=seconds))
 
 
-def flagged_ago(seconds: float) -> None:
-    EvaluationFlag.objects.update(flagged_at=F("flagged_at") - dt.timedelta(seconds=seconds))
-
-
-class AgesTests:
-    def test_the_newest_change_and_the_oldest_flag_have_their_ages(self, subscription):
-        SnapshotChange.objects.all().delete()
-        EvaluationFlag.objects.all().delete()
-        assert newest_change_age() is None and oldest_flag_age() is None
-        make_rules(("Consumer", A, 1))
-        written_ago(30)
-        assert 30 <= newest_change_age() < 35
-        make_rules(("Consumer", provider(2), 2))
-        assert newest_change_age() < 5  # the newest decides
-        flags_set_all()
-        flagged_ago(40)
-        assert 40 <= oldest_flag_age() < 45
+def pending_since_ago(seconds: float) -> None:
+    FeedCursor.objects.update(pending_since=F("pending_since") - dt.timedelta(seconds=seconds))
 
 
 class FlagsSettlingTests:
-    @pytest.fixture(autouse=True)
-    def flagged(self, subscription):
+    def test_flags_outside_a_burst_neither_wait_nor_start_one(self, subscription):
+        """A subscribe's flag, or an expired subscription's left until its removal, is
+        evaluated as soon as no change is young; it gives no burst a beginning."""
+        written_ago(61)  # the setup's own changes
         flags_set_all()
-
-    def test_nothing_flagged_has_nothing_to_wait_for(self):
-        EvaluationFlag.objects.all().delete()
-        make_rules(("Consumer", A, 1))  # a change just now
-        assert flags_settling() == Settling(0.0, False)
-
-    def test_a_change_younger_than_the_quiet_period_is_a_burst_going_on(self):
-        make_rules(("Consumer", A, 1))
+        assert flags_settling() == Settling(0.0, False, True)
+        make_rules(("Consumer", A, 1))  # a young change, not flagged by a round
         assert 59 < flags_settling().wait <= 60
-        written_ago(60.5)
-        assert flags_settling() == Settling(0.0, True)  # ended lately: helpers are asked
-        written_ago(60)
-        assert flags_settling() == Settling(0.0, False)  # long since: a later round
 
-    def test_the_newest_change_decides_the_quiet_period(self):
+    def test_nothing_flagged_and_nothing_changed_has_nothing_to_wait_for(self, subscription):
+        SnapshotChange.objects.all().delete()
+        assert flags_settling() == Settling(0.0, False, False)
+
+    def test_a_change_younger_than_the_quiet_period_is_a_burst_going_on(self, subscription,
+                                                                          asked_again):
+        make_rules(("TemperatureConsumer", provider(2), 2))
+        assert process_changes_task() == 0  # flagged; the burst begins with the change
+        assert 59 < flags_settling().wait <= 60 and flags_settling().pending
+        written_ago(61)
+        assert flags_settling() == Settling(0.0, True, True)
+
+    def test_the_newest_change_decides_the_quiet_period(self, subscription):
         make_rules(("Consumer", A, 1))
         written_ago(30)
         make_rules(("Consumer", provider(2), 2))  # a second change, just now
         assert flags_settling().wait > 59
 
-    def test_the_oldest_flag_bounds_the_wait(self):
-        make_rules(("Consumer", A, 1))
-        flagged_ago(590)
+    def test_the_burst_s_oldest_change_bounds_the_wait(self, subscription, asked_again):
+        make_rules(("TemperatureConsumer", provider(2), 2))
+        assert process_changes_task() == 0
+        pending_since_ago(590)
         assert 9 < flags_settling().wait <= 10
-        flagged_ago(11)
+        pending_since_ago(11)
         assert flags_settling().wait == 0
+
+    def test_one_round_takes_a_burst(self, subscription, asked_again):
+        """Of the rounds that find a burst settled at once, one takes it (and asks for
+        helpers); the others join the evaluation as they are."""
+        make_rules(("TemperatureConsumer", provider(2), 2))
+        process_changes_task()
+        assert burst_take() and not burst_take()
+        assert not flags_settling().pending
 
 
 @pytest.fixture
@@ -134,14 +130,56 @@ class ProcessChangesTaskTests:
         results = NotificationDelivery.objects.latest("created_at").payload["payload"]["results"]
         assert len(results) == 11
 
+    def test_a_flag_outside_the_burst_does_not_end_the_wait(self, api, subscription,
+                                                            asked_again):
+        """An expired subscription keeps its flag until it is removed; while it waited, a
+        cap counted from the oldest flag evaluated every change of a burst at once."""
+        make_rules(("OtherConsumer", A, 1))
+        subscribe(api, subscription_body(notify=mqtt_notify("t/other")), "OtherConsumer",
+                  query="?trigger=true")
+        feed_skip()
+        Subscription.objects.filter(target="OtherConsumer").update(
+            expires_at=dt.datetime(2000, 1, 1, tzinfo=dt.UTC))
+        flags_set_all(Subscription.objects.filter(target="OtherConsumer"))
+        before = notifications()
+        outcomes = []
+        for number in range(2, 6):
+            make_rules(("TemperatureConsumer", provider(number), number))
+            outcomes.append(process_changes_task())
+        assert outcomes == [0, 0, 0, 0] and notifications() == before
+        written_ago(61)
+        assert process_changes_task() == 1 and notifications() == before + 1
+
     def test_a_burst_that_goes_on_is_evaluated_after_the_longest_delay(self, subscription,
                                                                         asked_again):
         make_rules(("TemperatureConsumer", provider(2), 2))
         assert process_changes_task() == 0 and asked_again
-        flagged_ago(601)  # flagged longer ago than SUBSCRIPTION_MAX_DELAY_SECONDS
-        make_rules(("TemperatureConsumer", provider(3), 3))  # and the burst goes on
+        pending_since_ago(601)  # the burst began longer ago than SUBSCRIPTION_MAX_DELAY_SECONDS
+        make_rules(("TemperatureConsumer", provider(3), 3))  # and it goes on
         assert process_changes_task() == 1
         assert not feed_unread() and len(asked_again) == 1
+
+    def test_the_longest_delay_counts_from_the_change_not_from_a_late_round(
+            self, subscription, asked_again):
+        """A round that comes late (busy workers, a lost nudge picked up by beat) dates the
+        burst from its oldest change, not from its own flagging."""
+        make_rules(("TemperatureConsumer", provider(2), 2))
+        written_ago(601)
+        make_rules(("TemperatureConsumer", provider(3), 3))  # the burst goes on
+        assert process_changes_task() == 1 and not asked_again
+
+    def test_the_round_that_takes_the_burst_asks_for_helpers(self, subscription, asked_again,
+                                                             monkeypatch):
+        helped = []
+        monkeypatch.setattr("subscriptions.tasks.subscriptions_evaluate_flagged",
+                            lambda helpers: helped.append(helpers) or 0)
+        make_rules(("TemperatureConsumer", provider(2), 2))
+        process_changes_task()
+        written_ago(61)
+        process_changes_task()
+        flags_set_all()  # still flagged (the evaluation above was a stand-in)
+        process_changes_task()  # a later round joins, without helpers
+        assert helped == [True, False]
 
     def test_a_cursor_not_read_lately_processes_at_once(self, subscription, asked_again):
         """A cursor never read (or not trusted) evaluates every live subscription: there is
@@ -152,7 +190,10 @@ class ProcessChangesTaskTests:
 
     def test_a_round_with_nothing_flagged_evaluates_nothing(self, subscription, asked_again):
         make_rules(("SomeoneElse", provider(2), 2))  # concerns no subscription
-        assert process_changes_task() == 0 and not asked_again
+        assert process_changes_task() == 0 and len(asked_again) == 1  # a burst may go on
+        written_ago(61)
+        assert process_changes_task() == 0 and len(asked_again) == 1
+        assert not flags_settling().pending  # taken: the next burst begins anew
 
 
 class ProcessingLaterTests:
