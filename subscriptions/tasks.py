@@ -40,8 +40,8 @@ def process_changes_task() -> int:
         processing_later(settling.wait)
         return 0
     # The round that takes the burst asks for helpers; the others join as they are.
-    took = settling.pending and burst_take()
-    if not settling.flagged:
+    took = settling.pending_since is not None and burst_take(settling.pending_since)
+    if not (took or settling.flagged):
         return 0
     return subscriptions_evaluate_flagged(helpers=took)
 

@@ -71,7 +71,7 @@ class Flagged(enum.Enum):
 class Settling:
     """How the flagged subscriptions stand against the burst of changes (`flags_settling`)."""
     wait: float  # seconds before evaluating them; 0: now
-    pending: bool  # a burst waits to be taken (`burst_take`)
+    pending_since: dt.datetime | None  # when the burst waiting to be taken began
     flagged: bool  # some subscription is flagged
 
 
@@ -81,7 +81,7 @@ def changes_process() -> int:
     once. Returns how many pushes were queued. Never waits: the task flags at once and
     waits for a burst to end before it evaluates (subscriptions/tasks.py, `flags_settling`)."""
     flagged = changes_flag()
-    burst_take()
+    FeedCursor.objects.filter(pk=1).update(pending_since=None)  # whatever waited is taken
     return subscriptions_evaluate_flagged(helpers=flagged is not Flagged.NOTHING)
 
 
@@ -93,21 +93,26 @@ def flags_settling() -> Settling:
     SETTLE_TOLERANCE_SECONDS early still finds them settled. Flags outside a burst (a
     subscribe's, an expired subscription's) do not make a burst wait, nor start one."""
     cursor, flags = FeedCursor._meta.db_table, EvaluationFlag._meta.db_table
+    since = f"SELECT pending_since FROM {cursor} WHERE id = 1"
     [(pending, newest, flagged)] = prepared_rows(
-        f"SELECT {seconds_since(f'SELECT pending_since FROM {cursor} WHERE id = 1')}, "
-        f"{seconds_since(NEWEST_WRITTEN)}, EXISTS (SELECT 1 FROM {flags})", [])
+        f"SELECT {seconds_since(since)}, {seconds_since(NEWEST_WRITTEN)}, "
+        f"EXISTS (SELECT 1 FROM {flags})", [])
     wait = 0.0 if newest is None else settings.SUBSCRIPTION_QUIET_SECONDS - newest
+    pending_since = None
     if pending is not None:
         wait = min(wait, settings.SUBSCRIPTION_MAX_DELAY_SECONDS - pending)
-    return Settling(wait if wait > SETTLE_TOLERANCE_SECONDS else 0.0, pending is not None,
+        pending_since = FeedCursor.objects.filter(pk=1).values_list(
+            "pending_since", flat=True).first()
+    return Settling(wait if wait > SETTLE_TOLERANCE_SECONDS else 0.0, pending_since,
                     bool(flagged))
 
 
-def burst_take() -> bool:
-    """Mark the burst of changes waiting as taken (evaluated now): whether this round took it
-    (of rounds deciding at once, one does, and asks for helpers). A burst that a later
-    change continues begins again at that change."""
-    return FeedCursor.objects.filter(pk=1, pending_since__isnull=False).update(
+def burst_take(pending_since: dt.datetime) -> bool:
+    """Mark the burst that began at `pending_since` as taken (evaluated now): whether this
+    round took it (of rounds deciding at once, one does, and asks for helpers). A burst
+    begun since, or taken by another round, is left as it is. A change that continues a
+    burst just taken begins a new one."""
+    return FeedCursor.objects.filter(pk=1, pending_since=pending_since).update(
         pending_since=None) > 0
 
 

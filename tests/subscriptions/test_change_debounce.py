@@ -13,7 +13,12 @@ from notifications.models import NotificationDelivery
 from orchestration.models import SnapshotChange
 from store.services import nudge
 from subscriptions.models import FeedCursor, Subscription
-from subscriptions.services.evaluation import Settling, burst_take, flags_settling
+from subscriptions.services.evaluation import (
+    Settling,
+    burst_take,
+    changes_process,
+    flags_settling,
+)
 from subscriptions.tasks import process_changes_task
 from tests.factories import make_instances, make_rules
 from tests.startup import assert_start_refused, started
@@ -52,21 +57,22 @@ class FlagsSettlingTests:
         evaluated as soon as no change is young; it gives no burst a beginning."""
         written_ago(61)  # the setup's own changes
         flags_set_all()
-        assert flags_settling() == Settling(0.0, False, True)
+        assert flags_settling() == Settling(0.0, None, True)
         make_rules(("Consumer", A, 1))  # a young change, not flagged by a round
         assert 59 < flags_settling().wait <= 60
 
     def test_nothing_flagged_and_nothing_changed_has_nothing_to_wait_for(self, subscription):
         SnapshotChange.objects.all().delete()
-        assert flags_settling() == Settling(0.0, False, False)
+        assert flags_settling() == Settling(0.0, None, False)
 
     def test_a_change_younger_than_the_quiet_period_is_a_burst_going_on(self, subscription,
                                                                           asked_again):
         make_rules(("TemperatureConsumer", provider(2), 2))
         assert process_changes_task() == 0  # flagged; the burst begins with the change
-        assert 59 < flags_settling().wait <= 60 and flags_settling().pending
+        settling = flags_settling()
+        assert 59 < settling.wait <= 60 and settling.pending_since is not None
         written_ago(61)
-        assert flags_settling() == Settling(0.0, True, True)
+        assert flags_settling() == Settling(0.0, settling.pending_since, True)
 
     def test_the_newest_change_decides_the_quiet_period(self, subscription):
         make_rules(("Consumer", A, 1))
@@ -87,8 +93,36 @@ class FlagsSettlingTests:
         helpers); the others join the evaluation as they are."""
         make_rules(("TemperatureConsumer", provider(2), 2))
         process_changes_task()
-        assert burst_take() and not burst_take()
-        assert not flags_settling().pending
+        began = flags_settling().pending_since
+        assert burst_take(began) and not burst_take(began)
+        assert flags_settling().pending_since is None
+
+    def test_a_round_takes_only_the_burst_it_saw(self, subscription, asked_again):
+        """A round that saw a burst another round took meanwhile leaves the burst begun
+        since then as it is: its beginning bounds its own wait."""
+        make_rules(("TemperatureConsumer", provider(2), 2))
+        process_changes_task()
+        seen = flags_settling().pending_since
+        assert burst_take(seen)  # another round took it
+        make_rules(("TemperatureConsumer", provider(3), 3))
+        process_changes_task()  # a new burst begins
+        assert not burst_take(seen)
+        assert flags_settling().pending_since not in (None, seen)
+
+    def test_rounds_that_evaluate_everything_or_at_once_take_the_burst(self, subscription,
+                                                                        asked_again):
+        make_rules(("TemperatureConsumer", provider(2), 2))
+        process_changes_task()
+        assert flags_settling().pending_since is not None
+        assert changes_process() == 1  # the admin's and the tests' processing: at once
+        assert flags_settling().pending_since is None
+        make_rules(("TemperatureConsumer", provider(3), 3))
+        process_changes_task()
+        assert flags_settling().pending_since is not None
+        FeedCursor.objects.update(read_at=None)  # a cursor to catch up: everything at once
+        make_rules(("TemperatureConsumer", provider(4), 4))
+        assert process_changes_task() == 1
+        assert flags_settling().pending_since is None
 
 
 @pytest.fixture
@@ -132,8 +166,8 @@ class ProcessChangesTaskTests:
 
     def test_a_flag_outside_the_burst_does_not_end_the_wait(self, api, subscription,
                                                             asked_again):
-        """An expired subscription keeps its flag until it is removed; while it waited, a
-        cap counted from the oldest flag evaluated every change of a burst at once."""
+        """An expired subscription keeps its flag until it is removed: it neither ends a
+        burst's wait nor has the burst's changes evaluated one by one."""
         make_rules(("OtherConsumer", A, 1))
         subscribe(api, subscription_body(notify=mqtt_notify("t/other")), "OtherConsumer",
                   query="?trigger=true")
@@ -193,7 +227,7 @@ class ProcessChangesTaskTests:
         assert process_changes_task() == 0 and len(asked_again) == 1  # a burst may go on
         written_ago(61)
         assert process_changes_task() == 0 and len(asked_again) == 1
-        assert not flags_settling().pending  # taken: the next burst begins anew
+        assert flags_settling().pending_since is None  # taken: the next burst begins anew
 
 
 class ProcessingLaterTests:
