@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from database.expressions import AnyOf
 from notifications.models import NotificationDelivery
 
 logger = logging.getLogger(__name__)
@@ -28,7 +29,7 @@ def claim_heartbeat(delivery_ids: list[UUID], claimed_at: object) -> Iterator[No
         try:
             while not stop.wait(settings.NOTIFICATION_SENDING_LEASE_SECONDS / 3):
                 renewed = NotificationDelivery.objects.filter(
-                    id__in=delivery_ids, status=NotificationDelivery.Status.SENDING,
+                    AnyOf("id", delivery_ids), status=NotificationDelivery.Status.SENDING,
                     claimed_at=claimed_at,
                 ).update(heartbeat_at=timezone.now())
                 if not renewed:  # cancelled, or (after a stall) taken over: nothing to keep

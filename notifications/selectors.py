@@ -6,6 +6,7 @@ from datetime import datetime
 from django.db.models import Count, Exists, Min, OuterRef, Q, QuerySet
 from django.utils import timezone
 
+from database.expressions import AnyOf
 from notifications.models import NotificationDelivery
 
 Status = NotificationDelivery.Status
@@ -58,7 +59,7 @@ def delivery_backlog(now: datetime) -> dict[tuple[str, str], BacklogGroup]:
 
 def deliveries_pending(*, subscription_ids: list[uuid.UUID]) -> QuerySet[NotificationDelivery]:
     """The subscriptions' PENDING deliveries (a new push supersedes them)."""
-    return NotificationDelivery.objects.filter(subscription_id__in=subscription_ids,
+    return NotificationDelivery.objects.filter(AnyOf("subscription_id", subscription_ids),
                                                status=Status.PENDING)
 
 
@@ -76,11 +77,11 @@ def deliveries_neighbours(claimed_ids: list[uuid.UUID], claimed_at) -> QuerySet:
     read through the created_at index: a fan-out's whole backlog at every batch.) The other
     claimed ones, being sent by this very batch, are not in flight before it."""
     subscription_id, created_at = OuterRef("subscription_id"), OuterRef("created_at")
-    return (NotificationDelivery.objects.filter(id__in=claimed_ids, status=Status.SENDING,
+    return (NotificationDelivery.objects.filter(AnyOf("id", claimed_ids), status=Status.SENDING,
                                                 claimed_at=claimed_at).order_by()
             .annotate(has_newer=Exists(_newer(subscription_id, created_at)),
                       older_in_flight=Exists(_older_in_flight(subscription_id, created_at)
-                                             .exclude(id__in=claimed_ids)))
+                                             .exclude(AnyOf("id", claimed_ids))))
             .values_list("id", "has_newer", "older_in_flight"))
 
 

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from database.expressions import AnyOf
 from notifications.destinations import destination_admit, destination_record
 from notifications.heartbeat import claim_heartbeat
 from notifications.http_delivery import http_send
@@ -63,9 +64,10 @@ def deliveries_send(delivery_ids: Sequence[uuid.UUID | str]) -> dict[uuid.UUID, 
 def deliveries_send_claimed(deliveries: Sequence[NotificationDelivery]) -> dict[uuid.UUID, str]:
     """Send deliveries that were written already claimed (outbox.py `deliveries_create` with
     `send_here`: SENDING, `claimed_at` their fencing token) as `deliveries_send` sends those it
-    claims. A claim more than CLAIM_FRESH_SECONDS old (the pool had others to send first) is
-    renewed first, so that the heartbeat's first renewal, a third of a lease later, still
-    comes well within the lease. Those no longer held (cancelled: an unsubscribe; or taken
+    claims. A claim more than a fifth of NOTIFICATION_SENDING_LEASE_SECONDS old (the pool
+    had others to send first) is renewed first, so that the heartbeat's first renewal, a
+    third of a lease later, still comes at most 8/15 of a lease after the claim
+    (CLAIM_FRESH). Those no longer held (cancelled: an unsubscribe; or taken
     over by the sweeper) are not sent. Returns the status after the call of each one this
     call sent or recorded."""
     deliveries = list(deliveries)
@@ -73,18 +75,21 @@ def deliveries_send_claimed(deliveries: Sequence[NotificationDelivery]) -> dict[
         return {}
     now = timezone.now()
     claimed_at = deliveries[0].claimed_at
-    if (now - claimed_at).total_seconds() > CLAIM_FRESH_SECONDS:
+    if ((now - claimed_at).total_seconds()
+            > settings.NOTIFICATION_SENDING_LEASE_SECONDS * CLAIM_FRESH):
         with transaction.atomic():
             held = set(NotificationDelivery.objects.select_for_update().filter(
-                id__in=[delivery.id for delivery in deliveries], status=Status.SENDING,
+                AnyOf("id", [delivery.id for delivery in deliveries]), status=Status.SENDING,
                 claimed_at=claimed_at).values_list("id", flat=True))
-            NotificationDelivery.objects.filter(id__in=held).update(heartbeat_at=now)
+            NotificationDelivery.objects.filter(AnyOf("id", held)).update(heartbeat_at=now)
         deliveries = [delivery for delivery in deliveries if delivery.id in held]
     return _send_claimed(deliveries) if deliveries else {}
 
 
-# deliveries_send_claimed: a claim younger than this is sent without renewing it first.
-CLAIM_FRESH_SECONDS = 1.0
+# deliveries_send_claimed: a claim younger than this fraction of the lease is sent without
+# renewing it first. At a second (before), a backlogged pool renewed a quarter of a 10 000
+# fan-out's batches: a locking read and an UPDATE of each row (docs/performance.md).
+CLAIM_FRESH = 0.2
 
 
 def _send_claimed(claimed: list[NotificationDelivery]) -> dict[uuid.UUID, str]:
@@ -127,7 +132,7 @@ def _claim(delivery_ids: Sequence[uuid.UUID | str]
     and PENDING for each deferred one."""
     ids = [parsed for parsed in map(_parse_id, delivery_ids) if parsed is not None]
     now = timezone.now()
-    due = NotificationDelivery.objects.filter(id__in=ids, status=Status.PENDING,
+    due = NotificationDelivery.objects.filter(AnyOf("id", ids), status=Status.PENDING,
                                               next_attempt_at__lte=now)
     claim = {"status": Status.SENDING, "claimed_at": now, "heartbeat_at": now,
              "updated_at": now}
@@ -146,7 +151,7 @@ def _claim(delivery_ids: Sequence[uuid.UUID | str]
                 claimed += one.update(**claim)
     if not claimed:
         return [], deferred
-    return list(NotificationDelivery.objects.filter(id__in=ids, status=Status.SENDING,
+    return list(NotificationDelivery.objects.filter(AnyOf("id", ids), status=Status.SENDING,
                                                     claimed_at=now).order_by("created_at")), \
         deferred
 
@@ -184,7 +189,7 @@ def _publish(deliveries: list[NotificationDelivery]) -> dict[uuid.UUID, str]:
     if delivered:
         now = timezone.now()
         written = NotificationDelivery.objects.filter(
-            id__in=delivered, status=Status.SENDING, claimed_at=claimed_at
+            AnyOf("id", delivered), status=Status.SENDING, claimed_at=claimed_at
         ).update(status=Status.DELIVERED, last_error="", attempts=F("attempts") + 1,
                  delivered_at=now, updated_at=now)
         if written == len(delivered):

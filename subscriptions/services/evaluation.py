@@ -21,6 +21,7 @@ from api.operations import FLEXIBLE_STORE
 from clients.serviceregistry import ServiceRegistryUnavailable
 from conventions.exceptions import ExternalServerError
 from database.bulk_insert import new_ids, rows_insert
+from database.expressions import AnyOf
 from database.statements import prepared_rows, seconds_since
 from database.transaction_retry import is_conflict, retry_on_conflict
 from orchestration.models import OrchestrationJob
@@ -353,7 +354,7 @@ def subscriptions_evaluate(ids: Sequence[uuid.UUID], *, force: bool = False,
 def _locked(ids: Sequence[uuid.UUID], force: bool) -> list[Subscription]:
     """The subscriptions of `ids` this transaction locks, in id order: unless forced, those
     flagged and not held by another, their flags locked too (see `subscriptions_evaluate`)."""
-    rows = Subscription.objects.filter(id__in=list(ids)).order_by("pk")
+    rows = Subscription.objects.filter(AnyOf("id", ids)).order_by("pk")
     if force:
         return list(rows.select_for_update().only(*_EVALUATED_FIELDS))
     return list(rows.filter(evaluation_flag__isnull=False).select_related("evaluation_flag")

@@ -17,6 +17,7 @@ from django.core.exceptions import EmptyResultSet
 from django.db import connection
 from django.db.models import QuerySet
 
+from database.expressions import AnyOf
 from database.statements import Statement, placeholders
 from subscriptions.models import EvaluationFlag, Subscription
 
@@ -49,7 +50,7 @@ def flags_set_statement(identity_keys: Sequence[str]) -> Statement:
 def flags_clear(ids: Sequence[UUID]) -> None:
     """Clear the flags of the subscriptions `ids` (evaluated, or pushed: their locks held)."""
     if ids:
-        EvaluationFlag.objects.filter(pk__in=list(ids)).delete()
+        EvaluationFlag.objects.filter(AnyOf("pk", ids)).delete()
 
 
 def _insert() -> str:

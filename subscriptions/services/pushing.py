@@ -11,6 +11,7 @@ from collections import defaultdict
 from django.conf import settings
 from rest_framework.utils.encoders import JSONEncoder
 
+from database.expressions import AnyOf
 from notifications.outbox import Notification, deliveries_create
 from orchestration.models import OrchestrationJob
 from orchestration.pull.normalization import parse_orchestration_request
@@ -100,5 +101,5 @@ def pushes_record(pushes: list[tuple[Subscription, dict]], *, now: dt.datetime,
         subscription.last_pushed_at = now
         by_fingerprint[subscription.last_fingerprint].append(subscription.pk)
     for printed, ids in by_fingerprint.items():
-        Subscription.objects.filter(pk__in=ids).update(
+        Subscription.objects.filter(AnyOf("pk", ids)).update(
             last_fingerprint=printed, last_pushed_at=now)
