@@ -18,7 +18,7 @@ logger = logging.getLogger(__name__)
 # The send task (notifications/tasks.py), for one delivery or a batch of one transport.
 DELIVER_BATCH_TASK = "notifications.deliver_batch"
 # MQTT deliveries handed over together are sent by one task per this many.
-DELIVERY_BATCH = 100
+DELIVERY_BATCH = 500
 # At most this many deliveries wait in a process's own pools (notifications/inprocess.py)
 # before those a change's evaluation writes go to the queue instead (`send_here_admits`):
 # what waits longer than the sending lease would be taken over by the sweeper.

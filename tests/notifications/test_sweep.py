@@ -7,6 +7,7 @@ import pytest
 from celery.signals import task_prerun
 from django.utils import timezone
 
+from notifications import handover
 from notifications.models import NotificationDelivery
 from notifications.services import delivery_send
 from notifications.sweeping import deliveries_sweep
@@ -54,9 +55,10 @@ class DeliveriesSweepTests:
         assert (stale.status, stale.attempts, stale.last_error) == (Status.DELIVERED, 2, "")
         assert in_flight.status == Status.SENDING
 
-    def test_it_hands_overdue_mqtt_deliveries_over_a_batch_task_per_hundred(
-            self, settings, mqtt_broker):
+    def test_it_hands_overdue_mqtt_deliveries_over_a_batch_task_per_delivery_batch(
+            self, settings, mqtt_broker, monkeypatch):
         settings.NOTIFICATION_SWEEP_INTERVAL_SECONDS = 5
+        monkeypatch.setattr(handover, "DELIVERY_BATCH", 100)  # 250 rows: three tasks
         overdue = timezone.now() - timedelta(seconds=6)
         prefix = f"test/{uuid.uuid4().hex}"
         topics = [f"{prefix}/{n}" for n in range(250)]
