@@ -14,6 +14,7 @@ from typing import Any
 
 from django.db import connections, models, transaction
 
+from conventions.encoded_json import EncodedJSON
 from database.statements import Statement, placeholders
 
 
@@ -58,8 +59,11 @@ def _preparer(field: models.Field, connection) -> Callable[[Any], Any]:
     (created, updated, next attempt), and Django's preparation of a datetime (its zone
     checks) was half of the preparing in the fan-out's profile: each distinct instant is
     prepared once per call. Values that the field's preparation would give back unchanged
-    are written as they are (`_UNCHANGED`)."""
+    are written as they are (`_UNCHANGED`), and a JSON value that knows its encoding as
+    that text (`_takes_encoded_json`)."""
     prepare_save = functools.partial(field.get_db_prep_save, connection=connection)
+    if _takes_encoded_json(field, connection):
+        return lambda value: value.text if type(value) is EncodedJSON else prepare_save(value)
     if not isinstance(field, models.DateTimeField):
         unchanged = _unchanged_types(field, connection)
         if not unchanged:
@@ -92,6 +96,14 @@ def _unchanged_types(field: models.Field, connection) -> frozenset[type]:
         if isinstance(field, base) and _prepares_as(type(field), base):
             return types
     return frozenset()
+
+
+def _takes_encoded_json(field: models.Field, connection) -> bool:
+    """Whether an EncodedJSON value of `field` is written as its text (COPY's text format
+    hands it to PostgreSQL's JSON input as it is): a JSON field that prepares values as
+    Django's does, on PostgreSQL. Elsewhere the field encodes it as any dict."""
+    return (connection.vendor == "postgresql" and isinstance(field, models.JSONField)
+            and _prepares_as(type(field), models.JSONField))
 
 
 def _prepares_as(cls: type[models.Field], base: type[models.Field]) -> bool:

@@ -9,6 +9,7 @@ from typing import Any
 from django.conf import settings
 from paho.mqtt.client import Client, MQTTMessageInfo
 
+from conventions.encoded_json import EncodedJSON
 from notifications.mqtt_broker import BrokerAddress, broker_address, mqtt_connect
 from notifications.transport_errors import TransportError
 
@@ -35,7 +36,8 @@ def mqtt_publish_many(messages: list[tuple[Any, Any]]) -> list["TransportError |
                                              transient=False)
             continue
         try:
-            pending.append((index, client.publish(topic, json.dumps(payload),
+            text = payload.text if type(payload) is EncodedJSON else json.dumps(payload)
+            pending.append((index, client.publish(topic, text,
                                                   qos=settings.MQTT_QOS, retain=False)))
         except ValueError as exc:  # wildcards in the topic, topic too long
             outcomes[index] = TransportError(f"Invalid MQTT topic {topic!r}: {exc}",

@@ -11,6 +11,7 @@ from collections import defaultdict
 from django.conf import settings
 from rest_framework.utils.encoders import JSONEncoder
 
+from conventions.encoded_json import EncodedJSON, encoded, encoded_object
 from database.expressions import AnyOf
 from notifications.outbox import Notification, deliveries_create
 from orchestration.models import OrchestrationJob
@@ -41,27 +42,29 @@ def _fingerprint(data: dict) -> str:
 
 
 class Rendering:
-    """The fingerprint and the response data (as JSON decodes it) of the results of one
-    evaluation batch, computed once for all results that render alike: a change usually
-    gives many subscribers the same answer."""
+    """The fingerprint and the response data (as JSON decodes it, with its encoding) of the
+    results of one evaluation batch, computed once for all results that render alike: a
+    change usually gives many subscribers the same answer."""
 
     def __init__(self) -> None:
-        self._seen: dict[str, tuple[str, dict]] = {}
+        self._seen: dict[str, tuple[str, EncodedJSON]] = {}
 
-    def __call__(self, result: OrchestrationResult) -> tuple[str, dict]:
+    def __call__(self, result: OrchestrationResult) -> tuple[str, EncodedJSON]:
         text = json.dumps(orchestration_response_data(result), cls=JSONEncoder)
         rendered = self._seen.get(text)
         if rendered is None:
-            rendered = self._seen[text] = (_fingerprint(json.loads(text)), json.loads(text))
+            rendered = self._seen[text] = (_fingerprint(json.loads(text)),
+                                           encoded(json.loads(text)))
         return rendered
 
 
 def push_message(subscription: Subscription, response: dict) -> dict:
-    """The notification of `response` (a result's response data, JSON-decoded): MQTT
-    subscribers get it in the reference's envelope."""
+    """The notification of `response` (a result's response data, JSON-decoded, as an
+    EncodedJSON from `Rendering`): MQTT subscribers get it in the reference's envelope,
+    encoded around the response's own encoding."""
     if subscription.notify_protocol.startswith("MQTT"):
-        return {"receiver": subscription.target, "sender": settings.SYSTEM_NAME,
-                "payload": response}
+        return encoded_object([("receiver", subscription.target),
+                               ("sender", settings.SYSTEM_NAME), ("payload", response)])
     return response
 
 

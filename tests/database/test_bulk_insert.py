@@ -8,7 +8,9 @@ from django.db import connection
 from django.utils import timezone
 from django.utils.functional import lazy
 
-from database.bulk_insert import _preparer, new_ids, rows_insert
+from conventions.encoded_json import encoded, encoded_object
+from database.bulk_insert import _preparer, model_rows_insert, new_ids, rows_insert
+from notifications.models import NotificationDelivery
 from orchestration.models import OrchestrationJob
 
 COLUMNS = ("id", "type", "status", "requester", "target", "service_definition",
@@ -56,3 +58,20 @@ def test_new_ids_are_distinct_version_4_uuids():
     ids = new_ids(1000)
     assert len(set(ids)) == 1000 and new_ids(0) == []
     assert {(value.version, value.variant) for value in ids} == {(4, uuid.RFC_4122)}
+
+
+@pytest.mark.django_db
+def test_a_json_value_that_knows_its_encoding_is_written_as_that_text():
+    payload = encoded_object([("receiver", "Consümer"),
+                              ("payload", encoded({"results": [{"n": 1.5, "s": "a\nb"}]}))])
+    field = NotificationDelivery._meta.get_field("payload")
+    assert _preparer(field, connection)(payload) == payload.text
+    now = timezone.now()
+    delivery = NotificationDelivery(
+        id=uuid.uuid4(), subscription_id=uuid.uuid4(), receiver="Consümer", protocol="MQTT",
+        properties={"topic": "t"}, payload=payload, expires_at=None, status="PENDING",
+        attempts=0, last_error="", next_attempt_at=now, claimed_at=None, heartbeat_at=None,
+        destination="", created_at=now, updated_at=now, delivered_at=None)
+    model_rows_insert([delivery])
+    assert NotificationDelivery.objects.get(pk=delivery.pk).payload == {
+        "receiver": "Consümer", "payload": {"results": [{"n": 1.5, "s": "a\nb"}]}}

@@ -4,8 +4,8 @@ import uuid
 
 import pytest
 from django.db import connection
-from django.utils import timezone
 from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteWrapper
+from django.utils import timezone
 
 from database.expressions import AnyOf
 from orchestration.models import OrchestrationJob

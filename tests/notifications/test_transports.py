@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from conventions.encoded_json import encoded, encoded_object
 from notifications import mqtt_publishing
 from notifications.http_delivery import http_url
 from notifications.http_delivery import http_send
@@ -34,6 +35,12 @@ class MqttTransportTests:
         assert json.loads(message.payload) == BODY
         assert message.qos == 1
         assert not message.retain
+
+    def test_a_payload_that_knows_its_encoding_is_sent_as_that_text(self, mqtt_receiver):
+        payload = encoded_object([("receiver", "Consümer"), ("payload", encoded(BODY))])
+        publish(mqtt_receiver.topic, payload)
+        assert mqtt_receiver.get().payload == payload.text.encode()
+        assert json.loads(payload.text) == {"receiver": "Consümer", "payload": BODY}
 
     def test_it_publishes_with_the_configured_qos(self, settings, mqtt_receiver):
         settings.MQTT_QOS = 2
