@@ -12,7 +12,9 @@ class AnyOf(Expression):
     as one array parameter: the ORM's IN puts one placeholder per value, and preparing and
     binding 500 of them was most of the cost, in Python, of a fan-out's statements that
     name a batch of rows (docs/performance.md). Elsewhere (SQLite) it is an IN, as the ORM
-    writes it. Values are prepared by the field as for a lookup; no values match no row."""
+    writes it. Values are prepared by the field as for a lookup; no values match no row.
+    For a column that may be NULL, `exclude(AnyOf(...))` leaves out its NULL rows, which
+    `exclude(field__in=...)` keeps: it is meant for keys and ids."""
 
     conditional = True
     output_field = BooleanField()

@@ -62,7 +62,7 @@ class NotificationDelivery(models.Model):
         ordering = ["-created_at"]
         # Every row written, and every change of its status, writes each index whose
         # predicate it meets: those that only unfinished rows, or only HTTP rows, are asked
-        # about hold only those (docs/performance.md, "Fewer index entries per delivery").
+        # about hold only those (docs/decisions.md, "Push at scale").
         indexes = [
             # The sweeper's two queries (due PENDING rows, SENDING rows with an old claim),
             # the backlog gauge, the admin's view of the failed ones.

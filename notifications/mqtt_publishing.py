@@ -16,8 +16,12 @@ from notifications.transport_errors import TransportError
 
 def mqtt_publish_many(messages: list[tuple[Any, Any]]) -> list["TransportError | None"]:
     """Publish (topic, payload) pairs with MQTT_QOS, not retained: all are handed to the
-    broker before any acknowledgement is awaited (PUBACK/PUBCOMP for QoS >= 1), and
-    MQTT_TIMEOUT_SECONDS bounds the whole, connecting included. Each process keeps one
+    broker before any acknowledgement is awaited (PUBACK/PUBCOMP for QoS >= 1). Connecting
+    and the first acknowledgement take at most MQTT_TIMEOUT_SECONDS, and so does each next
+    one after the one before: a batch of hundreds, which paho lets only 20 at a time be
+    unacknowledged, takes as many round trips to the broker as it needs while the broker
+    answers, and a broker that stops answering fails the rest after MQTT_TIMEOUT_SECONDS.
+    A payload that knows its encoding (EncodedJSON) is sent as that text. Each process keeps one
     connection to the broker (clean session: no broker state that a restart could lose or
     duplicate), opened at its first publish and shared by its threads; a lost or stuck
     publish closes it, and the next one connects again. Per message None (the broker has it)
@@ -47,6 +51,8 @@ def mqtt_publish_many(messages: list[tuple[Any, Any]]) -> list["TransportError |
         try:
             info.wait_for_publish(timeout=max(0.0, deadline - time.monotonic()))
             published = info.is_published()
+            if published:  # the broker answers: the next acknowledgement gets its own time
+                deadline = time.monotonic() + settings.MQTT_TIMEOUT_SECONDS
         except (RuntimeError, ValueError) as exc:  # connection lost, queue full
             outcomes[index], lost = TransportError(f"MQTT publish failed: {exc}",
                                                    transient=True), True

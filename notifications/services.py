@@ -180,9 +180,18 @@ def _neighbours(claimed: list[NotificationDelivery]
 def _publish(deliveries: list[NotificationDelivery]) -> dict[uuid.UUID, str]:
     """Publish the claimed MQTT deliveries together and record their outcomes."""
     claimed_at = deliveries[0].claimed_at
+    # The claims are kept alive until the outcomes are written: recording a failed batch
+    # writes its rows one by one.
     with claim_heartbeat([delivery.id for delivery in deliveries], claimed_at):
         outcomes = mqtt_publish_many(
             [(delivery.properties.get("topic"), delivery.payload) for delivery in deliveries])
+        return _published(deliveries, outcomes, claimed_at)
+
+
+def _published(deliveries: list[NotificationDelivery], outcomes: list,
+               claimed_at: datetime) -> dict[uuid.UUID, str]:
+    """Record the outcomes of `_publish`: the DELIVERED ones in one statement, the failed
+    ones per distinct error."""
     statuses: dict[uuid.UUID, str] = {}
     sent = [d for d, error in zip(deliveries, outcomes, strict=True) if error is None]
     delivered = [delivery.id for delivery in sent]
@@ -196,7 +205,7 @@ def _publish(deliveries: list[NotificationDelivery]) -> dict[uuid.UUID, str]:
             statuses.update(dict.fromkeys(delivered, Status.DELIVERED))
             deliveries_recorded(sent, Status.DELIVERED, now)
         else:  # cancelled or taken over meanwhile: their record is the one that counts
-            statuses.update(NotificationDelivery.objects.filter(id__in=delivered)
+            statuses.update(NotificationDelivery.objects.filter(AnyOf("id", delivered))
                             .values_list("id", "status"))
     failed: dict[tuple[str, bool], tuple[TransportError, list[NotificationDelivery]]] = {}
     for delivery, error in zip(deliveries, outcomes, strict=True):

@@ -111,6 +111,59 @@ class MqttTransportTests:
         assert broker_address("mqtts://127.0.0.1").port == 8883
 
 
+class _SlowAcknowledgement:
+    """A publish the broker acknowledges `delay` seconds after it is awaited."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay, self.published = delay, False
+
+    def wait_for_publish(self, timeout: float) -> None:
+        time.sleep(min(self.delay, timeout))
+        self.published = self.delay <= timeout
+
+    def is_published(self) -> bool:
+        return self.published
+
+
+class _SlowBroker:
+    """Stands in for the process's broker connection: each publish is acknowledged after
+    the next of `delays`."""
+
+    def __init__(self, delays: list[float]) -> None:
+        self.delays, self.closed = list(delays), False
+
+    def client(self, broker, deadline):
+        return self
+
+    def publish(self, topic, text, qos, retain):
+        return _SlowAcknowledgement(self.delays.pop(0))
+
+    def close(self, client) -> None:
+        self.closed = True
+
+
+class MqttAcknowledgementTimeTests:
+    def test_each_acknowledgement_gets_the_timeout_after_the_one_before(self, settings,
+                                                                          monkeypatch):
+        settings.MQTT_BROKER_URL, settings.MQTT_TIMEOUT_SECONDS = "mqtt://127.0.0.1:1883", 1
+        broker = _SlowBroker([0.4] * 4)  # 1.6 s in all, 0.4 s apart
+        monkeypatch.setattr(mqtt_publishing, "_publisher", broker)
+        assert mqtt_publish_many([(f"t/{n}", {"n": n}) for n in range(4)]) == [None] * 4
+        assert not broker.closed
+
+    def test_a_broker_that_stops_answering_fails_the_rest_after_the_timeout(self, settings,
+                                                                            monkeypatch):
+        settings.MQTT_BROKER_URL, settings.MQTT_TIMEOUT_SECONDS = "mqtt://127.0.0.1:1883", 1
+        broker = _SlowBroker([0.1, 5.0, 0.1])
+        monkeypatch.setattr(mqtt_publishing, "_publisher", broker)
+        started = time.monotonic()
+        first, second, third = mqtt_publish_many([(f"t/{n}", {"n": n}) for n in range(3)])
+        assert first is None
+        assert second.transient and "not acknowledged in time" in str(second)
+        assert third is not None and third.transient  # its time had run out meanwhile
+        assert broker.closed and time.monotonic() - started < 2
+
+
 class HttpTransportTests:
     def test_it_sends_method_path_headers_and_json_body(self, http_sink):
         post(http_sink.properties(method="put", path="hooks/orchestration"), BODY)
