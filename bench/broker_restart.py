@@ -207,7 +207,7 @@ def measure(arguments: argparse.Namespace, logs: Path,
                                 timeout)
         r1 = await_arrivals(r1_listener, r1_at, subscribers, timeout + arguments.outage,
                             arguments.grace)
-        periods = arrival_periods(list(r1_listener.records), restart)
+        periods = arrival_periods(r1_listener.classified(), restart)
 
         r2_listener = stack.enter_context(Listener(prefix, second))
         r2_at = update_instance(port, second)

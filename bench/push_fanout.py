@@ -19,13 +19,13 @@ current result at once, in the subscribe's transaction). When nothing is queued 
 one `service-instances/update` sets `benchRevision` to a value unique to the run: every
 subscription's result changes, and one push per subscriber is expected.
 
-A listener (paho, `bench/push-fanout/<run>/#`, QoS 1, one shared subscription over four
-connections: a single one cannot acknowledge the arrivals as fast as they come, and Mosquitto
-then drops messages for it) on the local Mosquitto (BENCH_MQTT_URL, default
-mqtt://127.0.0.1:1883) is connected before the
-first subscribe. A message counts as arrived when it
+A listener (bench/mqtt_reader.py, `bench/push-fanout/<run>/#`, QoS 1, one shared
+subscription over four connections, so that Mosquitto's 20 messages in flight per client do
+not hold the arrivals back) on the local Mosquitto (BENCH_MQTT_URL, default
+mqtt://127.0.0.1:1883) is connected before the first subscribe. A message counts as arrived when it
 carries the run's revision for the consumer its topic belongs to; the figures are the first
-such arrival per topic, timed from just before the update call. Also counted: duplicates
+such arrival per topic, timed from just before the update call (payloads are read as JSON
+after the run, not while the service sends). Also counted: duplicates
 (further arrivals of the new result on a topic), stale ones (the old result after the update),
 early ones (anything before the update: initial pushes that should not happen) and unreadable
 or misaddressed ones. The wait ends when every subscriber has it (then `--grace` seconds more
@@ -43,7 +43,7 @@ dropped and created again per topology):
   scratch directory, not the work tree), each in its own process group, stopped at the end.
 
 Raw broker rate: N QoS-1 messages of the size of one notification, published by one paho
-connection and received by one subscriber, at most 500 unreceived at a time (Mosquitto drops
+connection and received by one listener connection, at most 500 unreceived at a time (Mosquitto drops
 QoS-1 messages queued beyond its max_queued_messages, 1000 by default). `--logs DIR` keeps
 the server, worker and beat logs.
 """
@@ -58,7 +58,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -78,6 +77,7 @@ from harness import (  # noqa: E402
     running_server,
     server_environment,
 )
+from mqtt_reader import ProtocolError, Subscriber  # noqa: E402
 
 DATABASE_URL = os.environ.get(
     "BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/serviceorchestration_push_bench")
@@ -463,6 +463,7 @@ def delivery_statuses(database_url: str) -> dict[str, int]:
 # --- MQTT -----------------------------------------------------------------------------------
 
 def mqtt_client(role: str):
+    """A paho client (the raw rate's publisher)."""
     from paho.mqtt.client import Client
     from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 
@@ -472,65 +473,78 @@ def mqtt_client(role: str):
 
 
 class Listener:
-    """A QoS-1 subscription to `prefix#` on the local broker, shared by `connections` clients
-    (an MQTT shared subscription: each message goes to one of them): every message's arrival
-    time, topic and kind (message_kind for the consumer its topic belongs to), and the set of
-    topics that have the new result. One connection acknowledging ten thousand QoS-1
-    messages a second falls behind, and Mosquitto drops what queues up beyond its
-    max_queued_messages for it ("Outgoing messages are being dropped" in its log): the
-    listener, not the service, then loses notifications."""
+    """A QoS-1 subscription to `prefix#` on the local broker, shared by `connections` lean
+    subscribers (bench/mqtt_reader.py; an MQTT shared subscription: each message goes to one
+    of them). While the run goes on it keeps every message's arrival time, topic and payload,
+    and counts the topics whose message carries the run's revision (`reached`: what the wait
+    needs); `classified()` afterwards gives each message's kind (message_kind for the
+    consumer its topic belongs to), so that reading JSON takes none of the two cores while
+    the service sends. One connection acknowledging ten thousand QoS-1 messages a second can
+    fall behind, and Mosquitto then drops what queues up beyond its max_queued_messages for
+    it ("Outgoing messages are being dropped" in its log): the listener, not the service,
+    would lose notifications."""
 
     def __init__(self, prefix: str, revision: str, connections: int = LISTENER_CONNECTIONS
                  ) -> None:
-        self.prefix, self.revision = prefix, revision
-        self.records: list[tuple[float, str, str]] = []
+        self.prefix, self.revision, self.mark = prefix, revision, revision_mark(revision)
+        self.arrivals: list[tuple[float, str, bytes]] = []
         self.reached: set[str] = set()
         self.sample: bytes | None = None  # one notification as sent, for the raw rate
-        self._topic = (f"$share/push-fanout-{uuid.uuid4().hex[:8]}/{prefix}#"
-                       if connections > 1 else f"{prefix}#")
-        self._subscribed = threading.Semaphore(0)
-        self.clients = [mqtt_client(f"listener{n}") for n in range(connections)]
-        for client in self.clients:
-            client.on_connect = self._on_connect
-            client.on_subscribe = lambda *_: self._subscribed.release()
-            client.on_message = self._on_message
+        topic = (f"$share/push-fanout-{uuid.uuid4().hex[:8]}/{prefix}#"
+                 if connections > 1 else f"{prefix}#")
+        self.subscribers = [
+            Subscriber(MQTT_HOST, MQTT_PORT, topic, self._on_message,
+                       client_id=f"push-fanout-listener{n}-{uuid.uuid4().hex[:8]}")
+            for n in range(connections)]
 
-    def _on_connect(self, client, userdata, flags, reason, properties) -> None:
-        client.subscribe(self._topic, qos=1)
+    def _on_message(self, at: float, topic: str, payload: bytes) -> None:
+        self.arrivals.append((at, topic, payload))  # list and set: atomic under the GIL
+        if self.mark in payload:
+            self.reached.add(topic)
+            self.sample = self.sample or payload
 
-    def _on_message(self, client, userdata, message) -> None:
-        at = time.monotonic()
-        index = subscriber_index(message.topic, self.prefix)
-        receiver = consumer_name(index) if index is not None else ""
-        kind = message_kind(message.payload, self.revision, receiver)
-        self.records.append((at, message.topic, kind))  # list and set: atomic under the GIL
-        if kind == NEW:
-            self.reached.add(message.topic)
-            self.sample = self.sample or message.payload
+    def classified(self) -> list[tuple[float, str, str]]:
+        """(arrival time, topic, kind) of every message so far."""
+        return [(at, topic, message_kind(payload, self.revision, topic_receiver(topic,
+                                                                                self.prefix)))
+                for at, topic, payload in list(self.arrivals)]
 
     def __enter__(self) -> "Listener":
-        for client in self.clients:
-            client.connect(MQTT_HOST, MQTT_PORT, keepalive=60)
-            client.loop_start()
-        deadline = time.monotonic() + 10
-        for _ in self.clients:
-            if not self._subscribed.acquire(timeout=max(0.0, deadline - time.monotonic())):
-                self.__exit__()
-                sys.exit(f"no SUBACK from the MQTT broker {MQTT_HOST}:{MQTT_PORT} within 10 s")
+        started = []
+        try:
+            for subscriber in self.subscribers:
+                subscriber.start()
+                started.append(subscriber)
+        except (OSError, ProtocolError) as error:
+            for subscriber in started:
+                subscriber.stop()
+            sys.exit(f"cannot subscribe on the MQTT broker {MQTT_HOST}:{MQTT_PORT}: {error}")
         return self
 
     def __exit__(self, *exc_info) -> None:
-        for client in self.clients:
-            client.disconnect()
-            client.loop_stop()
+        for subscriber in self.subscribers:
+            subscriber.stop()
 
     def wait_for(self, count: int, deadline: float) -> bool:
         """Until `count` topics have the new result (True) or the deadline (False)."""
         while len(self.reached) < count:
             if time.monotonic() > deadline:
                 return False
+            if failed := [s.error for s in self.subscribers if s.error is not None]:
+                sys.exit(f"the listener lost the MQTT broker: {failed[0]!r}")
             time.sleep(0.05)
         return True
+
+
+def revision_mark(revision: str) -> bytes:
+    """What a payload carrying `revision` holds: the revision as a JSON string."""
+    return json.dumps(revision).encode()
+
+
+def topic_receiver(topic: str, prefix: str) -> str:
+    """The consumer a topic under `prefix` belongs to ("" for none)."""
+    index = subscriber_index(topic, prefix)
+    return consumer_name(index) if index is not None else ""
 
 
 class RawListener(Listener):
@@ -540,8 +554,8 @@ class RawListener(Listener):
     def __init__(self, prefix: str, revision: str) -> None:
         super().__init__(prefix, revision, connections=1)
 
-    def _on_message(self, client, userdata, message) -> None:
-        self.records.append((time.monotonic(), message.topic, ""))
+    def _on_message(self, at: float, topic: str, payload: bytes) -> None:
+        self.arrivals.append((at, topic, b""))
 
 
 def raw_broker_rate(messages: int, payload: bytes, timeout: float) -> dict:
@@ -556,16 +570,16 @@ def raw_broker_rate(messages: int, payload: bytes, timeout: float) -> dict:
             started = time.monotonic()
             deadline = started + timeout
             for number in range(messages):
-                while (number - len(listener.records) >= RAW_WINDOW
+                while (number - len(listener.arrivals) >= RAW_WINDOW
                        and time.monotonic() < deadline):
                     time.sleep(0.001)
                 publisher.publish(f"{prefix}raw", payload, qos=1)
-            while len(listener.records) < messages and time.monotonic() < deadline:
+            while len(listener.arrivals) < messages and time.monotonic() < deadline:
                 time.sleep(0.01)
         finally:
             publisher.disconnect()
             publisher.loop_stop()
-        records = list(listener.records)
+        records = list(listener.arrivals)
     seconds = records[-1][0] - started if records else None
     return {"messages": messages, "received": len(records), "payload_bytes": len(payload),
             "seconds": seconds, "messages_per_second": rate(len(records), seconds)}
@@ -727,7 +741,7 @@ def await_arrivals(listener: Listener, update_at: float, subscribers: int, timeo
         missing = subscribers - len(listener.reached)
         print(f"  timeout after {timeout:.0f} s: {missing} of {subscribers} "
               f"subscribers missing", flush=True)
-    return fanout_figures(list(listener.records), update_at, subscribers)
+    return fanout_figures(listener.classified(), update_at, subscribers)
 
 
 def print_log_problems(logs: Path, topology: str) -> None:

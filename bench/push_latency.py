@@ -47,11 +47,14 @@ from push_fanout import (  # noqa: E402
     RawListener,
     call_json,
     instance_update_body,
+    message_kind,
     mqtt_client,
     nearest_rank,
     print_log_problems,
+    revision_mark,
     subscribe_all,
     topic_prefix,
+    topic_receiver,
     topologies,
     topology_loaded,
     wait_until_quiet,
@@ -73,21 +76,22 @@ class RevisionListener(Listener):
         self.stale = self.duplicates = self.odd = 0
 
     def start(self, revision: str) -> None:
-        self.revision, self.firsts, self.reached = revision, {}, set()
+        self.revision, self.mark = revision, revision_mark(revision)
+        self.firsts, self.reached = {}, set()
 
-    def _on_message(self, client, userdata, message) -> None:
-        revision, at = self.revision, time.monotonic()
-        super()._on_message(client, userdata, message)
-        kind = self.records[-1][2]
-        if kind == NEW and message.topic not in self.firsts:
-            self.firsts[message.topic] = at
+    def _on_message(self, at: float, topic: str, payload: bytes) -> None:
+        # A hundred messages a change: each is read as it comes, against the round's revision.
+        self.arrivals.append((at, topic, payload))
+        kind = message_kind(payload, self.revision, topic_receiver(topic, self.prefix))
+        if kind == NEW and topic not in self.firsts:
+            self.firsts[topic] = at
+            self.reached.add(topic)
         elif kind == NEW:
             self.duplicates += 1
-        elif kind == OLD and message.topic in self.firsts:
+        elif kind == OLD and topic in self.firsts:
             self.stale += 1
         elif kind != OLD:
             self.odd += 1
-        del revision
 
 
 def percentile_ms(values: list[float], fraction: float) -> float | None:
@@ -162,14 +166,14 @@ def raw_latency(subscribers: int, rounds: int, payload: bytes) -> list[float]:
         publisher.loop_start()
         try:
             for _ in range(rounds):
-                listener.records.clear()
+                listener.arrivals.clear()
                 started = time.monotonic()
                 for number in range(subscribers):
                     publisher.publish(f"{prefix}{number}", payload, qos=1)
                 deadline = started + ROUND_TIMEOUT
-                while len(listener.records) < subscribers and time.monotonic() < deadline:
+                while len(listener.arrivals) < subscribers and time.monotonic() < deadline:
                     time.sleep(0.001)
-                latencies += [at - started for at, _, _ in listener.records]
+                latencies += [at - started for at, _, _ in listener.arrivals]
                 time.sleep(0.05)
         finally:
             publisher.disconnect()
