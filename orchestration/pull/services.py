@@ -78,6 +78,10 @@ class _OrchestrationRun:
     request: OrchestrationRequest
     now: dt.datetime
     commit: bool = True  # False: a preview, nothing reserved, no token issued
+    # The simple store's rules and their instances' reservations, when already read
+    # (`PreviewSharing`); None: `_selection` reads them.
+    rules: list[PullRule] | None = None
+    locks: dict[str, Reservation] | None = None
     warnings: list[str] = field(default_factory=list)
 
     def warn(self, warning: str) -> None:
@@ -120,11 +124,13 @@ def _selection(run: _OrchestrationRun,
                                       source=source)
         ids = {rule.service_instance_id for rule, _ in selected}
         return selected, source.active_locks(ids, now=run.now)
-    rules = source.consumer_rules(consumer=run.consumer, service_definition=definition)
+    rules = run.rules
+    if rules is None:
+        rules = source.consumer_rules(consumer=run.consumer, service_definition=definition)
     ids = {rule.service_instance_id for rule in rules}
     catalog = selectors.catalog_instances(ids, local=source.local_instances)
-    return ([(rule, catalog.get(rule.service_instance_id)) for rule in rules],
-            source.active_locks(ids, now=run.now))
+    locks = run.locks if run.locks is not None else source.active_locks(ids, now=run.now)
+    return [(rule, catalog.get(rule.service_instance_id)) for rule in rules], locks
 
 
 def _candidates(run: _OrchestrationRun) -> list[Candidate]:
@@ -359,12 +365,49 @@ def _entry(candidate: Candidate, tokens: dict | None) -> OrchestrationResultEntr
     )
 
 
-def orchestrate_preview(*, consumer: str, request: OrchestrationRequest,
-                        now: dt.datetime) -> OrchestrationResult:
+def orchestrate_preview(*, consumer: str, request: OrchestrationRequest, now: dt.datetime,
+                        sharing: "PreviewSharing | None" = None) -> OrchestrationResult:
     """What the orchestration would answer, writing nothing: no reservation, no token, no
     job (subscriptions use it to tell whether a result changed; `commit_differs` says
-    whether the committed run could answer otherwise)."""
-    return _orchestrate(_OrchestrationRun(consumer, request, now, commit=False))
+    whether the committed run could answer otherwise). With `sharing`, the preview of
+    another consumer that cannot differ from this one's is returned instead (the same
+    object; nobody changes a result)."""
+    run = _OrchestrationRun(consumer, request, now, commit=False)
+    if sharing is None or settings.ORCHESTRATION_STRATEGY == FLEXIBLE_STORE:
+        return _orchestrate(run)
+    return sharing.preview(run)
+
+
+class PreviewSharing:
+    """The previews of one batch of consumers (a change's evaluation of its subscriptions)
+    shared between those whose previews cannot differ. Under the simple store a consumer
+    enters a preview in two ways only: through its rules, and through the reservations of
+    their instances (its own are offered, another's are not). Consumers with equal rules,
+    none of whose instances is reserved, asking the same request (the same parsed object)
+    at the same instant get one preview: the rest of it (the catalog, the Blacklist, the
+    ServiceRegistry, QoS) depends on the instances, the request and the instant. A fan-out's
+    subscribers mostly share their rules, and the previews were a third of its evaluation
+    (docs/performance.md). The flexible store's consumers enter through their metadata and
+    ConsumerAuthorization too: `orchestrate_preview` never shares those."""
+
+    def __init__(self) -> None:
+        # (request id, instant, rules) -> (the request, kept so that its id stays its own;
+        # the preview)
+        self._previews: dict[tuple, tuple[OrchestrationRequest, OrchestrationResult]] = {}
+
+    def preview(self, run: _OrchestrationRun) -> OrchestrationResult:
+        source = selectors.pull_source()
+        run.rules = source.consumer_rules(
+            consumer=run.consumer, service_definition=run.request.requirement.service_definition)
+        run.locks = source.active_locks({rule.service_instance_id for rule in run.rules},
+                                        now=run.now)
+        if run.locks:
+            return _orchestrate(run)
+        key = (id(run.request), run.now, tuple(run.rules))
+        shared = self._previews.get(key)
+        if shared is None:
+            shared = self._previews[key] = (run.request, _orchestrate(run))
+        return shared[1]
 
 
 def orchestrate_unrecorded(*, consumer: str, request: OrchestrationRequest,

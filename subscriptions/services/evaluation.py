@@ -26,7 +26,7 @@ from database.statements import prepared_rows, seconds_since
 from database.transaction_retry import is_conflict, retry_on_conflict
 from orchestration.models import OrchestrationJob
 from orchestration.pull.normalization import parse_orchestration_request
-from orchestration.pull.services import orchestrate_preview
+from orchestration.pull.services import PreviewSharing, orchestrate_preview
 from orchestration.pull.types import OrchestrationRequest
 from orchestration.snapshot.changes import (
     NEWEST_WRITTEN,
@@ -312,7 +312,7 @@ def subscriptions_evaluate(ids: Sequence[uuid.UUID], *, force: bool = False,
     now = timezone.now()
     from_snapshot = not transaction.get_connection().in_atomic_block
     evaluation, changed, unchanged, committed = Evaluation(), [], [], []
-    rendering, requests = Rendering(), _Requests()
+    rendering, requests, sharing = Rendering(), _Requests(), PreviewSharing()
     with transaction.atomic():
         subscriptions = _locked(ids, force)
         with snapshot_in_transaction(from_snapshot):
@@ -321,7 +321,7 @@ def subscriptions_evaluate(ids: Sequence[uuid.UUID], *, force: bool = False,
                     continue  # never notified; removed by the expiry task
                 try:
                     preview = orchestrate_preview(
-                        consumer=subscription.target, now=now,
+                        consumer=subscription.target, now=now, sharing=sharing,
                         request=requests(subscription.orchestration_request))
                 except Exception as error:  # noqa: BLE001 - one must not stop the others
                     _failed(evaluation, subscription.id, error)

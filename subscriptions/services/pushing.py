@@ -48,13 +48,20 @@ class Rendering:
 
     def __init__(self) -> None:
         self._seen: dict[str, tuple[str, EncodedJSON]] = {}
+        # Results given more than once (previews shared: orchestration.pull.services
+        # `PreviewSharing`), by id, each kept so that its id stays its own.
+        self._given: dict[int, tuple[OrchestrationResult, tuple[str, EncodedJSON]]] = {}
 
     def __call__(self, result: OrchestrationResult) -> tuple[str, EncodedJSON]:
+        given = self._given.get(id(result))
+        if given is not None:
+            return given[1]
         text = json.dumps(orchestration_response_data(result), cls=JSONEncoder)
         rendered = self._seen.get(text)
         if rendered is None:
             rendered = self._seen[text] = (_fingerprint(json.loads(text)),
                                            encoded(json.loads(text)))
+        self._given[id(result)] = (result, rendered)
         return rendered
 
 
