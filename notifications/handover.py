@@ -21,8 +21,12 @@ DELIVER_BATCH_TASK = "notifications.deliver_batch"
 DELIVERY_BATCH = 500
 # At most this many deliveries wait in a process's own pools (notifications/inprocess.py)
 # before those a change's evaluation writes go to the queue instead (`send_here_admits`):
-# what waits longer than the sending lease would be taken over by the sweeper.
-SEND_HERE_MAX = 2_000
+# what waits longer than the sending lease would be taken over by the sweeper. A process
+# sends 1 000-2 000 a second to a local broker, about 400 to one 50 ms away (paho keeps 20
+# unacknowledged): 4 000 wait at most 10 s of the 15 s lease. Sent from the queue, a
+# delivery costs twice the CPU (claimed and read back); at 2 000, most of a 100 000
+# fan-out went that way (docs/performance.md).
+SEND_HERE_MAX = 4_000
 
 
 def is_http(protocol: str) -> bool:
