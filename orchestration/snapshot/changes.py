@@ -163,18 +163,27 @@ def bulk_lists(change_ids: frozenset[int], consumer: str) -> bool:
         return cursor.fetchone() is not None
 
 
+LISTED_FETCHED = 1000  # rows of a bulk write's list made into Python objects at a time
+
+
 def bulk_consumers(ids: Iterable[int]) -> set[str] | None:
     """The consumers whose rules the bulk writes `ids` (changes meaning everything) changed,
     as those writes listed them (orchestration.models.BulkChangeConsumer); None when one of the
     changes lists none: it means everything (a TRUNCATE)."""
     ids = list(ids)
+    consumers: set[str] = set()
+    listing: set[int] = set()
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT change_id, consumer FROM {BULK_CONSUMERS} "
                        f"WHERE change_id IN ({placeholders(len(ids))})", ids)
-        rows = cursor.fetchall()
-    if {change_id for change_id, _ in rows} != set(ids):
-        return None
-    return {consumer for _, consumer in rows}
+        # A few rows at a time: made into Python objects in one go, the 90 000 names of a
+        # 900 000-rule import held the interpreter for tens of milliseconds, and the pulls of
+        # the process waited.
+        while rows := cursor.fetchmany(LISTED_FETCHED):
+            for change_id, consumer in rows:
+                listing.add(change_id)
+                consumers.add(consumer)
+    return consumers if listing == set(ids) else None
 
 
 # The newest committed change's `written_at` (one index read), for change processing's wait

@@ -32,7 +32,7 @@ FLEXIBLE_RULES = FlexibleRule._meta.db_table
 # Rules by consumer, then by service definition, best priority first.
 ConsumerRules = dict[str, tuple[PullRule, ...]]
 _CHUNK = 500  # values of one IN list (SQLite allows a few hundred at least)
-FETCHED = 5000  # rows made into Python objects at a time
+FETCHED = 1000  # rows made into Python objects at a time (each time a C call holding the GIL)
 
 
 def _json(value: Any) -> Any:
@@ -50,21 +50,24 @@ def _aware(value: Any) -> dt.datetime | None:
 
 
 def _rows(sql: str, column: str, keys: Iterable[str | int] | None) -> Iterator[tuple]:
-    """Rows of `sql`, whose `{keys}` is replaced by `column` = ANY(`keys`) (PostgreSQL) or IN
-    a list of them (in chunks); without keys (None), by a condition that holds. Made into
+    """Rows of `sql`, whose `{keys}` is replaced by `column` = each of `keys` (PostgreSQL) or
+    IN a list of them (in chunks); without keys (None), by a condition that holds. Made into
     Python objects FETCHED at a time: a million rows fetched at once were 300 MB of objects,
     freed after the load but kept by the process (its memory does not shrink back)."""
+    if keys is not None:
+        keys = list(dict.fromkeys(keys))
+        if not keys:
+            return
     with connection.cursor() as cursor:
         if keys is None or connection.vendor == "postgresql":
             if keys is None:
                 cursor.execute(sql.format(keys="TRUE" if connection.vendor == "postgresql"
                                           else "1"))
-            else:  # one statement however many keys (a bulk change's 5 000 consumers)
-                cursor.execute(sql.format(keys=f"{column} = ANY(%s)"), [list(keys)])
+            else:
+                cursor.execute(*_each_key(sql, column, keys))
             while rows := cursor.fetchmany(FETCHED):
                 yield from rows
             return
-        keys = list(keys)
         for start in range(0, len(keys), _CHUNK):
             chunk = keys[start:start + _CHUNK]
             cursor.execute(sql.format(keys=f"{column} IN ({placeholders(len(chunk))})"),
@@ -72,12 +75,27 @@ def _rows(sql: str, column: str, keys: Iterable[str | int] | None) -> Iterator[t
             yield from cursor.fetchall()
 
 
+def _each_key(sql: str, column: str, keys: list[str | int]) -> tuple[str, list]:
+    """PostgreSQL: one statement however many keys (a catch-up batch's 1 000 consumers), that
+    reads `sql` once per key from `column`'s index. With `column = ANY(keys)`, the planner
+    chose a parallel scan of the whole table for a few hundred keys or more (their rows
+    looked like a large share): a catch-up batch read every rule, in three processes, and the
+    larger the table the longer (docs/performance.md, "The catch-up's plan"). The subquery per
+    key (OFFSET 0 keeps it one) has only the one key to go by."""
+    array = "bigint[]" if isinstance(keys[0], int) else "text[]"
+    per_key = sql.format(keys=f"{column} = wanted.key")
+    return (f"SELECT picked.* FROM unnest(%s::{array}) AS wanted(key) "
+            f"CROSS JOIN LATERAL ({per_key} OFFSET 0) AS picked", [keys])
+
+
 class RecordSharing:
     """The records of the loads given it, shared between them (see `load_rules`)."""
 
     def __init__(self) -> None:
+        # PullRule by (instance id, service definition, priority).
         self.rules: dict[tuple[str, str, int], PullRule] = {}
-        self.groups: dict[tuple[PullRule, ...], tuple[PullRule, ...]] = {}
+        # A consumer's rules for a definition by (definition, (priority, instance id), …).
+        self.groups: dict[tuple, tuple[PullRule, ...]] = {}
 
 
 def load_rules(consumers: Iterable[str] | None = None,
@@ -89,25 +107,37 @@ def load_rules(consumers: Iterable[str] | None = None,
     `sharing`): consumers whose rules point at the same instance with the same priority hold
     one PullRule, and those with the same rules for a definition one tuple (a plant's
     consumers mostly share their providers; docs/performance.md, "The snapshot's memory").
-    Rules loaded after a change get their own until the next full load."""
-    grouped: dict[str, dict[str, list[PullRule]]] = {}
+    Rules loaded after a change get their own until the next full load.
+
+    The rows are grouped as they come, as plain values, and a group is looked up by them:
+    records are made only for a group not seen before (a catch-up batch of 10 000 rules took
+    3 times the CPU when each row was made a record first; docs/performance.md, "The
+    catch-up's plan")."""
+    grouped: dict[str, dict[str, list[tuple[int, str]]]] = {}
+    for consumer, definition, priority, instance_id in _rows(
+            f"SELECT consumer, service_definition, priority, service_instance_id FROM {RULES} "
+            "WHERE {keys}", "consumer", consumers):
+        grouped.setdefault(consumer, {}).setdefault(definition, []).append(
+            (priority, instance_id))
     intern = sys.intern  # a million rules share a few thousand instance ids and names
     sharing = sharing or RecordSharing()
-    records = sharing.rules
-    for consumer, instance_id, definition, priority in _rows(
-            f"SELECT consumer, service_instance_id, service_definition, priority FROM {RULES} "
-            "WHERE {keys}", "consumer", consumers):
-        rule = records.get((instance_id, definition, priority))
-        if rule is None:
-            rule = records[(instance_id, definition, priority)] = PullRule(
-                intern(instance_id), intern(definition), priority)
-        grouped.setdefault(intern(consumer), {}).setdefault(rule.service_definition,
-                                                            []).append(rule)
-    shared = sharing.groups
-    return {consumer: {definition: shared.setdefault(ordered, ordered)
-                       for definition, rules in by_definition.items()
-                       if (ordered := tuple(sorted(rules, key=lambda rule: rule.priority)))}
-            for consumer, by_definition in grouped.items()}
+    records, groups = sharing.rules, sharing.groups
+    loaded: dict[str, ConsumerRules] = {}
+    for consumer, by_definition in grouped.items():
+        rules = loaded[intern(consumer)] = {}
+        for definition, pairs in by_definition.items():
+            pairs.sort()  # best priority first (one rule a priority and definition)
+            key = (definition, *pairs)
+            group = groups.get(key)
+            if group is None:
+                definition = intern(definition)
+                group = groups[key] = tuple(
+                    records.get((instance_id, definition, priority))
+                    or records.setdefault((instance_id, definition, priority),
+                                          PullRule(intern(instance_id), definition, priority))
+                    for priority, instance_id in pairs)
+            rules[group[0].service_definition] = group
+    return loaded
 
 
 def load_instances(instance_ids: Iterable[str] | None = None) -> dict[str, CatalogInstance]:

@@ -90,8 +90,10 @@ BUSY_SWITCH_INTERVAL = 0.0005
 # one process of a host at a time: 1 000 consumers of 10 rules take about 40 ms (5 000 took
 # 0.2 s, and the pulls' p99 while the processes caught up was 5-15 x steady; now up to 3.3 x).
 CATCH_UP_CONSUMERS = 1_000
-# After each batch a process waits as long as the batch took (times this), so that its pulls
-# have the interpreter to themselves at least half the time while it catches up.
+# After each batch a process keeps the host's turn (`_one_load_per_host`) and waits as long as
+# the batch took (times this), so that while the host's processes catch up, its pulls have
+# the cores to themselves at least half the time. (Waiting after the turn instead let the
+# four processes of a host take turns back to back: one core read rules all along.)
 CATCH_UP_PAUSE = 1.0
 
 
@@ -159,8 +161,10 @@ class _Data:
                  flexible: tuple[FlexibleRules, FlexibleRules]) -> None:
         self.rules, self.instances, self.locks = rules, instances, locks
         # Consumers whose rules a bulk write changed and that are not read again yet: pulls
-        # read theirs from the database. Replaced, never changed (pulls read it unlocked).
-        self.stale: frozenset[str] = frozenset()
+        # read theirs from the database. Changed in place under the snapshot's lock (a copy
+        # of 90 000 names after each batch held the interpreter for milliseconds); pulls,
+        # unlocked, only ask whether it holds their consumer, one step of the interpreter.
+        self.stale: set[str] = set()
         # Bulk writes a pull met whose lists of consumers the background thread has not read
         # yet: pulls ask the database whether they list theirs. Replaced, never changed.
         self.pending: frozenset[int] = frozenset()
@@ -345,7 +349,7 @@ class PullSnapshot:
         if not data.stale:
             self._catch_up_began = time.monotonic()
             self._catch_up_records = RecordSharing()
-        data.stale = data.stale | consumers
+        data.stale |= consumers
         self._touched |= consumers  # a batch being read may be older than this change
         logger.info("Pull snapshot: the rules of %d consumers changed in bulk; read again in "
                     "the background, from the database meanwhile", len(consumers))
@@ -460,28 +464,28 @@ class PullSnapshot:
             finally:
                 if collecting:
                     gc.enable()
-            took = time.monotonic() - began
-        with self._lock:
-            if self._data is not data:
-                return  # loaded anew meanwhile
-            done = batch - self._touched
-            _rules_replace(data, done, rules)
-            data.stale = data.stale - done
-            caught_up = not data.stale
-            if caught_up:
-                self._catch_up_records = RecordSharing()  # what only it held, freed
-                logger.info("Pull snapshot caught up with the bulk changes in %.2f s",
-                            time.monotonic() - self._catch_up_began)
-            if data.rule_count > settings.PULL_SNAPSHOT_MAX_RULES:
-                self._drop(data, "more than PULL_SNAPSHOT_MAX_RULES rules")
-        if self.freeze_after_load:
-            gc.freeze()
-            if caught_up:
-                heap_trim()
-        else:
-            self._unfrozen += len(done)
-        if not caught_up:
-            self._stopping.wait(took * CATCH_UP_PAUSE)
+            with self._lock:
+                if self._data is not data:
+                    return  # loaded anew meanwhile
+                done = batch - self._touched
+                _rules_replace(data, done, rules)
+                data.stale -= done
+                caught_up = not data.stale
+                if caught_up:
+                    self._catch_up_records = RecordSharing()  # what only it held, freed
+                    logger.info("Pull snapshot caught up with the bulk changes in %.2f s",
+                                time.monotonic() - self._catch_up_began)
+                if data.rule_count > settings.PULL_SNAPSHOT_MAX_RULES:
+                    self._drop(data, "more than PULL_SNAPSHOT_MAX_RULES rules")
+            if self.freeze_after_load:
+                gc.freeze()
+                if caught_up:
+                    heap_trim()
+            else:
+                self._unfrozen += len(done)
+            # Still holding the host's turn: the host's processes together catch up at most
+            # 1 / (1 + CATCH_UP_PAUSE) of the time, however many of them are behind.
+            self._stopping.wait((time.monotonic() - began) * CATCH_UP_PAUSE)
 
     def _freeze(self) -> None:
         """Young cyclic garbage is collected first (what requests left), so that little of it

@@ -17,6 +17,7 @@ from orchestration.models import OrchestrationLock, SnapshotChange
 from orchestration.pull.normalization import parse_orchestration_request
 from orchestration.pull.services import orchestrate_preview, orchestrate_unrecorded
 from orchestration.snapshot import changes as snapshot_changes
+from orchestration.snapshot import loading
 from orchestration.snapshot import state as snapshot_module
 from orchestration.snapshot.state import pull_snapshot
 from store.models import Rule, ServiceInterface
@@ -443,6 +444,39 @@ class BulkChangeTests:
         assert ids == [OTHER, THERMO] and not read_tables(sqls)
         assert not any("orchestration_bulkchangeconsumer" in sql for sql in sqls)
 
+    def test_a_batch_keeps_the_hosts_turn_while_it_pauses(self, api, snapshot,
+                                                          monkeypatch):
+        """The pause after a batch is the host's (`CATCH_UP_PAUSE`): no other process of the
+        host loads or reads a batch until it is over."""
+        pausing, resume, entered = threading.Event(), threading.Event(), threading.Event()
+        real_wait = snapshot._stopping.wait
+
+        def wait(timeout=None):
+            if threading.current_thread().name != "pull-snapshot":
+                return real_wait(timeout)
+            pausing.set()
+            resume.wait(20)
+            return False
+
+        def other_process() -> None:
+            with snapshot_module._one_load_per_host():
+                entered.set()
+
+        monkeypatch.setattr(snapshot._stopping, "wait", wait)
+        loaded(snapshot)
+        bulk_write(("Bulk1", THERMO, 1))
+        pulled(api)
+        assert pausing.wait(10)
+        other = threading.Thread(target=other_process)
+        other.start()
+        try:
+            assert not entered.wait(0.3)  # the host's turn is the pausing batch's
+        finally:
+            resume.set()
+        assert entered.wait(10)
+        other.join(10)
+        assert wait_until(lambda: not snapshot._data.stale, timeout=10)
+
     def test_a_truncate_among_the_changes_still_loads_everything(self, api, snapshot):
         make_rules(("Car", THERMO, 1))
         loaded(snapshot)
@@ -453,6 +487,52 @@ class BulkChangeTests:
                           timeout=10)
         ids, _ = pulled(api)
         assert ids == []
+
+
+class KeyedReadTests:
+    def test_many_keys_are_read_one_key_at_a_time(self, snapshot):
+        """However many consumers a batch names, the rule table is read per name (a nested
+        loop over the names, never one scan of the whole table for all of them)."""
+        sql, params = loading._each_key(
+            f"SELECT consumer, priority FROM {Rule._meta.db_table} WHERE {{keys}}",
+            "consumer", [f"Consumer{n}" for n in range(2000)])
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN {sql}", params)
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        assert plan.startswith("Nested Loop") and "Function Scan on unnest" in plan, plan
+        assert "Gather" not in plan and "Hash" not in plan, plan
+        with connection.cursor() as cursor:
+            cursor.execute("SET enable_seqscan = off")  # as on a table too large to scan
+            try:
+                cursor.execute(f"EXPLAIN {sql}", params)
+                plan = "\n".join(row[0] for row in cursor.fetchall())
+            finally:
+                cursor.execute("RESET enable_seqscan")
+        assert "consumer = wanted.key" in plan, plan
+
+    def test_keyed_reads_answer_as_the_full_load(self, snapshot):
+        make_instances(instance_body("Thermo"), instance_body("Other"))
+        make_rules(("Car", THERMO, 1), ("Car", OTHER, 2), ("Bus", OTHER, 1),
+                   ("Van", THERMO, 3))
+        everything = loading.load_rules()
+        assert loading.load_rules(["Car", "Bus", "Car", "Nobody"]) == {
+            consumer: everything[consumer] for consumer in ("Car", "Bus")}
+        assert loading.load_rules([]) == {}
+        assert list(loading.load_instances([OTHER, OTHER, THERMO])) in (
+            [OTHER, THERMO], [THERMO, OTHER])
+        assert loading.load_instances([]) == {}
+
+    def test_equal_groups_share_one_tuple_and_records(self, snapshot):
+        make_instances(instance_body("Thermo"), instance_body("Other"))
+        make_rules(("Car", THERMO, 1), ("Car", OTHER, 2), ("Bus", THERMO, 1),
+                   ("Bus", OTHER, 2), ("Van", THERMO, 1))
+        sharing = loading.RecordSharing()
+        first = loading.load_rules(["Car"], sharing)
+        second = loading.load_rules(["Bus", "Van"], sharing)
+        car, bus, van = (rules["temperatureInfo"] for rules in (
+            first["Car"], second["Bus"], second["Van"]))
+        assert car is bus and [rule.priority for rule in car] == [1, 2]
+        assert van[0] is car[0] and van != car
 
 
 class EquivalenceTests:
