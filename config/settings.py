@@ -95,7 +95,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "observability.metrics_middleware.RequestMetricsMiddleware",  # first: times the whole request
+    # First: counts the requests in progress, between which the pull snapshot catches up.
+    "api.requests_in_progress.RequestsInProgressMiddleware",
+    "observability.metrics_middleware.RequestMetricsMiddleware",  # times the whole request
     "api.request_id.RequestIdMiddleware",
     "api.request_guard.RequestGuardMiddleware",  # body size, NUL in URL and headers
     "django.middleware.security.SecurityMiddleware",

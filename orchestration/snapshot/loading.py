@@ -5,7 +5,7 @@ import datetime as dt
 import json
 import sys
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from django.db import connection
@@ -33,6 +33,7 @@ FLEXIBLE_RULES = FlexibleRule._meta.db_table
 ConsumerRules = dict[str, tuple[PullRule, ...]]
 _CHUNK = 500  # values of one IN list (SQLite allows a few hundred at least)
 FETCHED = 1000  # rows made into Python objects at a time (each time a C call holding the GIL)
+BETWEEN_CONSUMERS = 100  # consumers whose records `load_rules` makes between two `between`s
 
 
 def _json(value: Any) -> Any:
@@ -49,11 +50,13 @@ def _aware(value: Any) -> dt.datetime | None:
     return value
 
 
-def _rows(sql: str, column: str, keys: Iterable[str | int] | None) -> Iterator[tuple]:
+def _rows(sql: str, column: str, keys: Iterable[str | int] | None,
+          between: Callable[[], None] | None = None) -> Iterator[tuple]:
     """Rows of `sql`, whose `{keys}` is replaced by `column` = each of `keys` (PostgreSQL) or
     IN a list of them (in chunks); without keys (None), by a condition that holds. Made into
     Python objects FETCHED at a time: a million rows fetched at once were 300 MB of objects,
-    freed after the load but kept by the process (its memory does not shrink back)."""
+    freed after the load but kept by the process (its memory does not shrink back).
+    `between`, when given, is called before each fetch (see `load_rules`)."""
     if keys is not None:
         keys = list(dict.fromkeys(keys))
         if not keys:
@@ -65,9 +68,12 @@ def _rows(sql: str, column: str, keys: Iterable[str | int] | None) -> Iterator[t
                                           else "1"))
             else:
                 cursor.execute(*_each_key(sql, column, keys))
-            while rows := cursor.fetchmany(FETCHED):
+            while True:
+                if between is not None:
+                    between()
+                if not (rows := cursor.fetchmany(FETCHED)):
+                    return
                 yield from rows
-            return
         for start in range(0, len(keys), _CHUNK):
             chunk = keys[start:start + _CHUNK]
             cursor.execute(sql.format(keys=f"{column} IN ({placeholders(len(chunk))})"),
@@ -99,7 +105,8 @@ class RecordSharing:
 
 
 def load_rules(consumers: Iterable[str] | None = None,
-               sharing: RecordSharing | None = None) -> dict[str, ConsumerRules]:
+               sharing: RecordSharing | None = None,
+               between: Callable[[], None] | None = None) -> dict[str, ConsumerRules]:
     """The rules of `consumers` (None: of everybody) by consumer and service definition;
     consumers without rules are absent.
 
@@ -112,18 +119,23 @@ def load_rules(consumers: Iterable[str] | None = None,
     The rows are grouped as they come, as plain values, and a group is looked up by them:
     records are made only for a group not seen before (a catch-up batch of 10 000 rules took
     3 times the CPU when each row was made a record first; docs/performance.md, "The
-    catch-up's plan")."""
+    catch-up's plan").
+
+    `between`, when given, is called every few milliseconds of the work (a catch-up's
+    batch waits there while its process answers a request)."""
     grouped: dict[str, dict[str, list[tuple[int, str]]]] = {}
     for consumer, definition, priority, instance_id in _rows(
             f"SELECT consumer, service_definition, priority, service_instance_id FROM {RULES} "
-            "WHERE {keys}", "consumer", consumers):
+            "WHERE {keys}", "consumer", consumers, between):
         grouped.setdefault(consumer, {}).setdefault(definition, []).append(
             (priority, instance_id))
     intern = sys.intern  # a million rules share a few thousand instance ids and names
     sharing = sharing or RecordSharing()
     records, groups = sharing.rules, sharing.groups
     loaded: dict[str, ConsumerRules] = {}
-    for consumer, by_definition in grouped.items():
+    for count, (consumer, by_definition) in enumerate(grouped.items()):
+        if between is not None and not count % BETWEEN_CONSUMERS:
+            between()
         rules = loaded[intern(consumer)] = {}
         for definition, pairs in by_definition.items():
             pairs.sort()  # best priority first (one rule a priority and definition)

@@ -42,6 +42,7 @@ from django.conf import settings
 from django.db import connection
 
 from api.heap import heap_trim
+from api.requests_in_progress import idle_wait
 from orchestration.pull.records import (
     CatalogInstance,
     FlexibleRuleRecord,
@@ -95,6 +96,8 @@ CATCH_UP_CONSUMERS = 1_000
 # the cores to themselves at least half the time. (Waiting after the turn instead let the
 # four processes of a host take turns back to back: one core read rules all along.)
 CATCH_UP_PAUSE = 1.0
+# A catch-up batch's steps wait for the process's requests to end, at most this long each.
+REQUEST_WAIT_SECONDS = 0.05
 
 
 class SnapshotView:
@@ -289,6 +292,14 @@ class PullSnapshot:
                     self._read_end(locked=True)
                 if self._data is not data:
                     continue  # loaded anew meanwhile: read again from its position
+                if stale is not None and self._position is not position:
+                    # A pull read the feed while this thread read the list: it applied these
+                    # changes and more, and left the bulk writes pending. Their consumers
+                    # become stale now (then leave `pending`, as in `_pending_read`); the
+                    # position stays the pull's, and the next read goes on from there.
+                    self._stale_add(stale)
+                    data.pending = data.pending - {c.id for c in changes if c.everything}
+                    continue
                 if not self._apply(changes, after, limit, stale, listed):
                     return None
                 self._position, self._read_at = after, started
@@ -455,12 +466,13 @@ class PullSnapshot:
         # every record built since the last freeze, stalling the process's pulls), and what
         # it built frozen at once (no collection first: that too would walk them all).
         collecting = gc.isenabled() and self.freeze_after_load
+        between = _BetweenRequests()
         with _one_load_per_host():
             began = time.monotonic()
             if collecting:
                 gc.disable()
             try:
-                rules = load_rules(batch, self._catch_up_records)
+                rules = load_rules(batch, self._catch_up_records, between)
             finally:
                 if collecting:
                     gc.enable()
@@ -485,7 +497,8 @@ class PullSnapshot:
                 self._unfrozen += len(done)
             # Still holding the host's turn: the host's processes together catch up at most
             # 1 / (1 + CATCH_UP_PAUSE) of the time, however many of them are behind.
-            self._stopping.wait((time.monotonic() - began) * CATCH_UP_PAUSE)
+            worked = time.monotonic() - began - between.waited
+            self._stopping.wait(worked * CATCH_UP_PAUSE)
 
     def _freeze(self) -> None:
         """Young cyclic garbage is collected first (what requests left), so that little of it
@@ -530,6 +543,25 @@ class PullSnapshot:
         logger.info("Pull snapshot loaded: %d rules, %d instances in %.2f s", data.rule_count,
                     len(data.instances), time.monotonic() - started)
         return True
+
+
+class _BetweenRequests:
+    """Called between the steps of a catch-up batch (`load_rules`' `between`): waits while
+    the process answers a request, so that the batch uses the interpreter between requests
+    only, and the process's own pulls do not share it with the batch (the process that
+    serves a client's connection may be busy with its pulls most of the time). It waits at
+    most REQUEST_WAIT_SECONDS at a time, so a process busy without a break still catches up,
+    slowly. `waited`: the seconds it waited in all."""
+
+    def __init__(self) -> None:
+        self.waited = 0.0
+
+    def __call__(self) -> None:
+        started = time.monotonic()
+        if not idle_wait(REQUEST_WAIT_SECONDS):
+            logger.debug("Pull snapshot: a catch-up step waited %s s for requests to end",
+                         REQUEST_WAIT_SECONDS)
+        self.waited += time.monotonic() - started
 
 
 @contextlib.contextmanager

@@ -1,6 +1,8 @@
 """What import_rules and import_instances share: options, the plan printed, the confirmation
 of removals, the progress bar. The work is their `transfer`'s (store.files)."""
+import os
 import sys
+import time
 from collections.abc import Callable
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
@@ -13,6 +15,13 @@ from store.services.imports import ImportPlan, ImportRefused
 
 SHOWN = 50  # removals listed before a confirmation question
 WIDTH = 30  # of the progress bar
+# An import shares its machine with the service it writes to, whose pulls it must not slow
+# (issue 34, goal 3). Unless --full-speed: the command runs at this CPU niceness, so the
+# service's processes take the cores first, and after each chunk it writes it pauses as
+# long as the chunk took (times PACE), so its database backend (whose priority it cannot
+# lower) works at most half the time (docs/rule-store.md, "Importing on a live plant").
+NICENESS = 10
+PACE = 1.0
 
 
 def progress_bar(stream: OutputWrapper, label: str) -> Callable[[int, int], None]:
@@ -24,6 +33,22 @@ def progress_bar(stream: OutputWrapper, label: str) -> Callable[[int, int], None
         stream.flush()
 
     return show
+
+
+def paced(progress: Callable[[int, int], None],
+          pause: Callable[[float], None] = time.sleep,
+          clock: Callable[[], float] = time.monotonic) -> Callable[[int, int], None]:
+    """`progress`, and after each chunk but the first and the last a pause as long as the
+    chunk took, times PACE (the first report ends a chunk whose start is unknown)."""
+    last: list[float] = []
+
+    def report(done: int, total: int) -> None:
+        progress(done, total)
+        if last and done < total:
+            pause((clock() - last[0]) * PACE)
+        last[:] = [clock()]
+
+    return report
 
 
 class ImportCommand(BaseCommand):
@@ -43,6 +68,17 @@ class ImportCommand(BaseCommand):
                                  "(asks for confirmation)")
         parser.add_argument("--yes", action="store_true",
                             help="remove without asking (needed without a terminal)")
+        parser.add_argument("--full-speed", action="store_true",
+                            help="use the CPU and the database as fast as they allow (by "
+                                 "default an import yields to the service's requests: it "
+                                 "runs at a lower CPU priority and pauses between chunks)")
+
+    def run_from_argv(self, argv: list[str]) -> None:
+        """From the command line (its own process; `call_command` leaves the caller's
+        priority alone): at NICENESS unless --full-speed."""
+        if "--full-speed" not in argv and hasattr(os, "nice"):
+            os.nice(NICENESS)
+        super().run_from_argv(argv)
 
     def handle(self, *args, **options) -> None:
         source, replace = options["file"], options["replace"]
@@ -59,10 +95,11 @@ class ImportCommand(BaseCommand):
             if plan.removed and not options["yes"]:
                 self._confirm_removal(plan, options.get("stdin") or sys.stdin)
                 confirmed = plan.digest  # apply what the operator saw, or nothing
+            progress = progress_bar(self.stderr, f"Importing {self.noun}s")
             done = self.transfer.apply(
                 entries, requester=options.get("requester"), replace=replace,
                 update=options["update"], expected=confirmed,
-                progress=progress_bar(self.stderr, f"Importing {self.noun}s"))
+                progress=progress if options["full_speed"] else paced(progress))
         except BadEntries as exc:
             for problem in exc.problems:  # every one, one a line
                 self.stderr.write(problem)

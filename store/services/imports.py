@@ -21,7 +21,7 @@ from store.services.instances import (
     instances_store,
 )
 from store.services.locks import instances_lock, rule_sets_lock
-from store.services.rules import rule_row, rules_stored
+from store.services.rules import rules_insert, rules_stored
 
 Progress = Callable[[int, int], None]  # (written so far, to write)
 _CHUNK = 1000  # keys per lookup query, rows per insert
@@ -143,8 +143,7 @@ def _rules_write(work: _RuleWork, requester: str, progress: Progress | None) -> 
     if work.update:
         _report(progress, len(work.update), total)
     for start in range(0, len(work.create), _CHUNK):
-        Rule.objects.bulk_create(rule_row(rule, requester, now)
-                                 for rule in work.create[start:start + _CHUNK])
+        rules_insert(work.create[start:start + _CHUNK], requester, now)
         _report(progress, len(work.update) + min(start + _CHUNK, len(work.create)), total)
 
 

@@ -13,6 +13,7 @@ from conventions import names
 from conventions.exceptions import InvalidParameter
 from conventions.instance_ids import ServiceInstanceId, parse_instance_id
 from conventions.uuids import require_uuid
+from database.bulk_insert import new_ids, rows_insert
 from database.transaction_retry import retry_on_conflict
 from store.services.nudge import processing_nudge
 from store.models import MAX_PRIORITY, UNIQUE_PRIORITY, Rule
@@ -96,6 +97,20 @@ def rule_row(rule: ValidRule, requester: str, now) -> Rule:
     return Rule(consumer=rule.consumer, service_definition=rule.instance.service_definition,
                 service_instance_id=str(rule.instance), priority=rule.priority,
                 created_by=requester, updated_by=requester, created_at=now, updated_at=now)
+
+
+_COLUMNS = ("id", "consumer", "service_definition", "service_instance_id", "priority",
+            "created_by", "updated_by", "created_at", "updated_at")
+
+
+def rules_insert(rules: Sequence[ValidRule], requester: str, now) -> None:
+    """Insert the rows of validated rules in one statement (COPY on PostgreSQL), for a writer
+    that holds their rule sets' locks and needs no model instances back (an import: each
+    rule made into a model instance and quoted by `bulk_create` was most of its CPU)."""
+    rows_insert(Rule, _COLUMNS, [
+        (rule_id, rule.consumer, rule.instance.service_definition, str(rule.instance),
+         rule.priority, requester, requester, now, now)
+        for rule_id, rule in zip(new_ids(len(rules)), rules, strict=True)])
 
 
 @retry_on_conflict

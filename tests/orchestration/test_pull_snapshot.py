@@ -21,6 +21,7 @@ from orchestration.snapshot import loading
 from orchestration.snapshot import state as snapshot_module
 from orchestration.snapshot.state import pull_snapshot
 from store.models import Rule, ServiceInterface
+from tests.api.test_requests_in_progress import held_request
 from tests.concurrency import Background, run_together, wait_until
 from tests.factories import make_instances, make_rules
 from tests.orchestration.helpers import instance_ids, pull
@@ -349,6 +350,22 @@ def bulk_write(*specs: tuple[str, str, int]) -> None:
         make_rules(*specs)
 
 
+def held_list_read(monkeypatch) -> tuple[threading.Event, threading.Event]:
+    """The background thread's reading of a bulk write's list of consumers waits for
+    `release` (`reading` is set once it does)."""
+    real, reading, release = snapshot_module.bulk_consumers, threading.Event(), \
+        threading.Event()
+
+    def bulk_consumers(ids):
+        if threading.current_thread().name == "pull-snapshot":
+            reading.set()
+            release.wait(20)
+        return real(ids)
+
+    monkeypatch.setattr(snapshot_module, "bulk_consumers", bulk_consumers)
+    return reading, release
+
+
 class BulkChangeTests:
     """A bulk write's consumers are read again in the background; every other consumer is
     answered from memory meanwhile (issue 34, goal 3)."""
@@ -360,10 +377,10 @@ class BulkChangeTests:
         real, reading = snapshot_module.load_rules, threading.Event()
         release, meanwhile = threading.Event(), []
 
-        def load_rules(consumers=None, sharing=None):
+        def load_rules(consumers=None, sharing=None, between=None):
             if threading.current_thread().name != "pull-snapshot" or consumers is None:
-                return real(consumers, sharing)
-            rules = real(consumers, sharing)
+                return real(consumers, sharing, between)
+            rules = real(consumers, sharing, between)
             reading.set()
             release.wait(20)
             while meanwhile:
@@ -414,16 +431,7 @@ class BulkChangeTests:
             self, api, snapshot, monkeypatch):
         """Before the background thread has read the bulk write's list: the consumers it
         names from the database, every other one from memory (no pull waits for the list)."""
-        real, reading, release = snapshot_module.bulk_consumers, threading.Event(), \
-            threading.Event()
-
-        def bulk_consumers(ids):
-            if threading.current_thread().name == "pull-snapshot":
-                reading.set()
-                release.wait(20)
-            return real(ids)
-
-        monkeypatch.setattr(snapshot_module, "bulk_consumers", bulk_consumers)
+        reading, release = held_list_read(monkeypatch)
         make_rules(("Car", THERMO, 1), ("Bulk1", OTHER, 1))
         loaded(snapshot)
         bulk_write(("Bulk1", THERMO, 2), ("Bulk2", THERMO, 1))
@@ -443,6 +451,66 @@ class BulkChangeTests:
         ids, sqls = pulled(api, "Bulk1")
         assert ids == [OTHER, THERMO] and not read_tables(sqls)
         assert not any("orchestration_bulkchangeconsumer" in sql for sql in sqls)
+
+    def test_a_pull_reading_the_feed_while_the_list_is_read_keeps_its_position(
+            self, api, snapshot, monkeypatch, caplog):
+        """The background thread met the bulk write first and reads its list; a pull reads
+        the feed meanwhile and notes the write as pending. The list makes the consumers
+        stale once, and the position stays the pull's."""
+        reading, release = held_list_read(monkeypatch)
+        make_rules(("Car", THERMO, 1))
+        loaded(snapshot)
+        bulk_write(("Bulk1", THERMO, 1), ("Bulk2", THERMO, 1))
+        caplog.set_level("INFO", logger=snapshot_module.__name__)
+        snapshot.start()
+        snapshot._wake.set()  # the background thread reads the feed first
+        try:
+            assert reading.wait(10)
+            ids, sqls = pulled(api)  # reads the feed too, from the same position
+            assert ids == [THERMO] and snapshot._data.pending
+            moved = snapshot._position
+            make_rules(("Car", OTHER, 2))  # a change after the bulk write's
+            ids, _ = pulled(api)
+            assert ids == [THERMO, OTHER]
+            moved = snapshot._position
+        finally:
+            release.set()
+        assert wait_until(lambda: not snapshot._data.pending and not snapshot._data.stale,
+                          timeout=10)
+        assert snapshot._position.last_id >= moved.last_id  # never back
+        assert caplog.text.count("changed in bulk") == 1
+        ids, sqls = pulled(api, "Bulk1")
+        assert ids == [THERMO] and not read_tables(sqls)
+        ids, sqls = pulled(api)
+        assert ids == [THERMO, OTHER] and not read_tables(sqls)
+
+    def test_a_batch_waits_while_the_process_answers_a_request(self, api, snapshot,
+                                                               monkeypatch):
+        """A catch-up batch's steps run between the process's requests (up to
+        REQUEST_WAIT_SECONDS each), and the pause after it counts only its work."""
+        monkeypatch.setattr(snapshot_module, "REQUEST_WAIT_SECONDS", 10)
+        paused = []
+        real_wait = snapshot._stopping.wait
+
+        def wait(timeout=None):
+            if threading.current_thread().name == "pull-snapshot":
+                paused.append(timeout)
+            return real_wait(timeout)
+
+        monkeypatch.setattr(snapshot._stopping, "wait", wait)
+        loaded(snapshot)
+        bulk_write(("Bulk1", THERMO, 1), ("Bulk2", THERMO, 1))
+        pulled(api)  # hands the bulk change to the background thread
+        request, _, release = held_request()
+        try:
+            assert wait_until(lambda: snapshot._data.stale == {"Bulk1", "Bulk2"}, timeout=10)
+            threading.Event().wait(0.5)
+            assert snapshot._data.stale == {"Bulk1", "Bulk2"}  # waiting for the request
+        finally:
+            release.set()
+            request.join(10)
+        assert wait_until(lambda: not snapshot._data.stale, timeout=10)
+        assert paused and max(paused) < 0.4  # the work, not the wait
 
     def test_a_batch_keeps_the_hosts_turn_while_it_pauses(self, api, snapshot,
                                                           monkeypatch):

@@ -2,8 +2,9 @@ import io
 import json
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError, ManagementUtility, call_command
 
+from store.management import importing
 from store.models import Rule
 from tests.factories import make_rules
 from tests.store.helpers import entry
@@ -86,6 +87,18 @@ class ImportRulesCommandTests:
         output = import_rules(tmp_path, {"candidates": entries})
         assert Rule.objects.count() == 2500
         assert "1000/2500" in output and "2500/2500" in output
+
+    def test_imported_rows_read_back_as_the_api_writes_them(self, tmp_path):
+        import_rules(tmp_path, {"entries": [entry("C", "P|svc|1.0.0", 1),
+                                            entry("C", "Q|svc|1.0.0", 2)]}, "--as", "Plant")
+        rules = list(Rule.objects.order_by("priority"))
+        assert [(r.consumer, r.service_definition, r.service_instance_id, r.priority)
+                for r in rules] == [("C", "svc", "P|svc|1.0.0", 1),
+                                    ("C", "svc", "Q|svc|1.0.0", 2)]
+        assert len({r.id for r in rules}) == 2 and all(r.id.version == 4 for r in rules)
+        assert {(r.created_by, r.updated_by) for r in rules} == {("Plant", "Plant")}
+        assert rules[0].created_at == rules[0].updated_at == rules[1].created_at
+        assert rules[0].created_at.tzinfo is not None
 
     @pytest.mark.parametrize("data, message", [
         ({"entries": [entry("C", "P|svc|1.0.0", 1), entry("C", "P|svc|1.0.0", 0)]},
@@ -276,3 +289,34 @@ class ImportRulesConcurrentWriterTests:
             with connection.cursor() as cursor:
                 cursor.execute("RESET lock_timeout")
         assert keys() == set()
+
+
+class ImportPaceTests:
+    """An import from the command line yields to the service (docs/rule-store.md,
+    "Importing on a live plant")."""
+
+    def test_it_pauses_after_each_chunk_as_long_as_the_chunk_took(self):
+        ticks = iter([10.0, 10.5, 11.0, 12.5, 13.0, 14.0])
+        shown, pauses = [], []
+        report = importing.paced(lambda done, total: shown.append(done), pauses.append,
+                                 lambda: next(ticks))
+        for done in (1000, 2000, 3000, 3500):
+            report(done, 3500)
+        assert shown == [1000, 2000, 3000, 3500]
+        # The first chunk's start is unknown; after the second and third, their time; none
+        # after the last.
+        assert pauses == [pytest.approx(0.5 * importing.PACE),
+                          pytest.approx(1.5 * importing.PACE)]
+
+    @pytest.mark.django_db(transaction=True)  # the command closes its connection at the end
+    @pytest.mark.parametrize("flags, niceness", [((), [importing.NICENESS]),
+                                                 (("--full-speed",), [])])
+    def test_from_the_command_line_it_runs_at_a_lower_priority(self, tmp_path, monkeypatch,
+                                                                flags, niceness):
+        asked = []
+        monkeypatch.setattr(importing.os, "nice", asked.append)
+        source = tmp_path / "import.json"
+        source.write_text(json.dumps({"entries": [entry("C", "P|svc|1.0.0", 1)]}))
+        ManagementUtility(["manage.py", "import_rules", str(source), *flags]).execute()
+        assert asked == niceness
+        assert Rule.objects.count() == 1
