@@ -26,7 +26,7 @@ half that long (TRUSTED_SECONDS) no longer trusts its position: the snapshot loa
 again, the subscriptions evaluate every live one.
 """
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from django.db import connection
@@ -166,10 +166,13 @@ def bulk_lists(change_ids: frozenset[int], consumer: str) -> bool:
 LISTED_FETCHED = 1000  # rows of a bulk write's list made into Python objects at a time
 
 
-def bulk_consumers(ids: Iterable[int]) -> set[str] | None:
+def bulk_consumers(ids: Iterable[int],
+                   between: Callable[[], None] | None = None) -> set[str] | None:
     """The consumers whose rules the bulk writes `ids` (changes meaning everything) changed,
     as those writes listed them (orchestration.models.BulkChangeConsumer); None when one of the
-    changes lists none: it means everything (a TRUNCATE)."""
+    changes lists none: it means everything (a TRUNCATE). `between`, when given, is called
+    before each LISTED_FETCHED rows (the background thread waits there for its process's
+    requests, orchestration/snapshot/state.py)."""
     ids = list(ids)
     consumers: set[str] = set()
     listing: set[int] = set()
@@ -179,7 +182,11 @@ def bulk_consumers(ids: Iterable[int]) -> set[str] | None:
         # A few rows at a time: made into Python objects in one go, the 90 000 names of a
         # 900 000-rule import held the interpreter for tens of milliseconds, and the pulls of
         # the process waited.
-        while rows := cursor.fetchmany(LISTED_FETCHED):
+        while True:
+            if between is not None:
+                between()
+            if not (rows := cursor.fetchmany(LISTED_FETCHED)):
+                break
             for change_id, consumer in rows:
                 listing.add(change_id)
                 consumers.add(consumer)

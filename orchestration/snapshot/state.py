@@ -280,7 +280,8 @@ class PullSnapshot:
                     # names for an import of 900 000 rules) without keeping the pulls waiting:
                     # they read the feed themselves meanwhile and meet the bulk change.
                     self._read_end()
-                    stale = bulk_consumers(c.id for c in changes if c.everything)
+                    stale = bulk_consumers((c.id for c in changes if c.everything),
+                                           _BetweenRequests())
                 else:  # a pull: whether each is a bulk write with a list (not a TRUNCATE)
                     try:
                         listed = bulk_listed(changes)
@@ -442,7 +443,7 @@ class PullSnapshot:
         if data is None or not data.pending:
             return
         ids = data.pending
-        consumers = bulk_consumers(ids)
+        consumers = bulk_consumers(ids, _BetweenRequests())
         with self._lock:
             if self._data is not data:
                 return  # loaded anew meanwhile

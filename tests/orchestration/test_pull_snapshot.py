@@ -356,11 +356,11 @@ def held_list_read(monkeypatch) -> tuple[threading.Event, threading.Event]:
     real, reading, release = snapshot_module.bulk_consumers, threading.Event(), \
         threading.Event()
 
-    def bulk_consumers(ids):
+    def bulk_consumers(ids, between=None):
         if threading.current_thread().name == "pull-snapshot":
             reading.set()
             release.wait(20)
-        return real(ids)
+        return real(ids, between)
 
     monkeypatch.setattr(snapshot_module, "bulk_consumers", bulk_consumers)
     return reading, release
@@ -489,6 +489,9 @@ class BulkChangeTests:
         """A catch-up batch's steps run between the process's requests (up to
         REQUEST_WAIT_SECONDS each), and the pause after it counts only its work."""
         monkeypatch.setattr(snapshot_module, "REQUEST_WAIT_SECONDS", 10)
+        real_list = snapshot_module.bulk_consumers  # the list at once: this test is the batch's
+        monkeypatch.setattr(snapshot_module, "bulk_consumers",
+                            lambda ids, between=None: real_list(ids))
         paused = []
         real_wait = snapshot._stopping.wait
 
@@ -511,6 +514,24 @@ class BulkChangeTests:
             request.join(10)
         assert wait_until(lambda: not snapshot._data.stale, timeout=10)
         assert paused and max(paused) < 0.4  # the work, not the wait
+
+    def test_the_list_is_read_between_the_processs_requests(self, api, snapshot,
+                                                            monkeypatch):
+        monkeypatch.setattr(snapshot_module, "REQUEST_WAIT_SECONDS", 10)
+        make_rules(("Car", THERMO, 1))
+        loaded(snapshot)
+        bulk_write(("Bulk1", THERMO, 1), ("Bulk2", THERMO, 1))
+        request, _, release = held_request()
+        try:
+            ids, _ = pulled(api)  # notes the bulk write as pending
+            assert ids == [THERMO] and snapshot._data.pending
+            threading.Event().wait(0.5)
+            assert snapshot._data.pending and not snapshot._data.stale
+        finally:
+            release.set()
+            request.join(10)
+        assert wait_until(lambda: not snapshot._data.pending and not snapshot._data.stale,
+                          timeout=10)
 
     def test_a_batch_keeps_the_hosts_turn_while_it_pauses(self, api, snapshot,
                                                           monkeypatch):
