@@ -1,9 +1,13 @@
 """What import_rules and import_instances share: options, the plan printed, the confirmation
-of removals, the progress bar. The work is their `transfer`'s (store.files)."""
+of removals, the progress bar, yielding to the service. The work is their `transfer`'s
+(store.files)."""
+import contextlib
 import os
+import signal
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 from django.db import OperationalError
@@ -16,12 +20,15 @@ from store.services.imports import ImportPlan, ImportRefused
 SHOWN = 50  # removals listed before a confirmation question
 WIDTH = 30  # of the progress bar
 # An import shares its machine with the service it writes to, whose pulls it must not slow
-# (issue 34, goal 3). Unless --full-speed: the command runs at this CPU niceness, so the
-# service's processes take the cores first, and after each chunk it writes it pauses as
-# long as the chunk took (times PACE), so its database backend (whose priority it cannot
-# lower) works at most half the time (docs/rule-store.md, "Importing on a live plant").
+# (issue 34, goal 3). Unless --full-speed, from the command line: the command runs at this CPU
+# niceness, and after each SLICE_SECONDS of work it pauses as long as it worked (times PACE),
+# wherever it is: reading the file, checking it, waiting for its database backend (whose
+# priority it cannot lower) to write. Either of the command and its backend then keeps a core
+# busy at most half the time, in bursts of about SLICE_SECONDS (docs/rule-store.md,
+# "Importing on a live plant").
 NICENESS = 10
 PACE = 1.0
+SLICE_SECONDS = 0.1
 
 
 def progress_bar(stream: OutputWrapper, label: str) -> Callable[[int, int], None]:
@@ -35,24 +42,57 @@ def progress_bar(stream: OutputWrapper, label: str) -> Callable[[int, int], None
     return show
 
 
-def paced(progress: Callable[[int, int], None],
-          pause: Callable[[float], None] = time.sleep,
-          clock: Callable[[], float] = time.monotonic) -> Callable[[int, int], None]:
-    """`progress`, and after each chunk but the first and the last a pause as long as the
-    chunk took, times PACE (the first report ends a chunk whose start is unknown)."""
-    last: list[float] = []
+class Yielding:
+    """While its block runs, a timer signal interrupts it after each `slice_seconds` of wall
+    time, and the handler pauses as long as the block ran since the last pause, times `pace`.
+    Python runs the handler between two steps of the main thread, so a long step of C code
+    (parsing the file) is paused after it ends, for as long as it took. The main thread only
+    (where signals are handled); elsewhere, and where there are no timer signals, it does
+    nothing."""
 
-    def report(done: int, total: int) -> None:
-        progress(done, total)
-        if last and done < total:
-            pause((clock() - last[0]) * PACE)
-        last[:] = [clock()]
+    def __init__(self, pace: float = PACE, slice_seconds: float = SLICE_SECONDS,
+                 pause: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.pace, self.slice_seconds, self.pause, self.clock = pace, slice_seconds, pause, clock
+        self._previous = None
+        self._on = (hasattr(signal, "setitimer")
+                    and threading.current_thread() is threading.main_thread())
 
-    return report
+    def __enter__(self) -> "Yielding":
+        if self._on:
+            self._previous = signal.signal(signal.SIGALRM, self._rest)
+            self._arm()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._on:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self._previous)
+
+    @contextlib.contextmanager
+    def suspended(self) -> Iterator[None]:
+        """No pauses while the block runs, and its time is not work (an operator answering
+        a question)."""
+        if self._on:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        try:
+            yield
+        finally:
+            if self._on:
+                self._arm()
+
+    def _arm(self) -> None:
+        self._worked_since = self.clock()
+        signal.setitimer(signal.ITIMER_REAL, self.slice_seconds)
+
+    def _rest(self, signum, frame) -> None:
+        self.pause((self.clock() - self._worked_since) * self.pace)
+        self._arm()
 
 
 class ImportCommand(BaseCommand):
     transfer: Transfer
+    yielding: Yielding | None = None  # from the command line, unless --full-speed
     stealth_options = ("stdin",)  # tests answer the confirmation question through it
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -74,11 +114,18 @@ class ImportCommand(BaseCommand):
                                  "runs at a lower CPU priority and pauses between chunks)")
 
     def run_from_argv(self, argv: list[str]) -> None:
-        """From the command line (its own process; `call_command` leaves the caller's
-        priority alone): at NICENESS unless --full-speed."""
-        if "--full-speed" not in argv and hasattr(os, "nice"):
-            os.nice(NICENESS)
+        self._from_command_line = True
         super().run_from_argv(argv)
+
+    def execute(self, *args, **options) -> str | None:
+        """From the command line (its own process; `call_command` leaves the caller's
+        priority and pace alone): at NICENESS and `yielding`, unless --full-speed."""
+        if not getattr(self, "_from_command_line", False) or options.get("full_speed"):
+            return super().execute(*args, **options)
+        if hasattr(os, "nice"):
+            os.nice(NICENESS)
+        with Yielding() as self.yielding:
+            return super().execute(*args, **options)
 
     def handle(self, *args, **options) -> None:
         source, replace = options["file"], options["replace"]
@@ -93,13 +140,13 @@ class ImportCommand(BaseCommand):
                 return
             confirmed = None
             if plan.removed and not options["yes"]:
-                self._confirm_removal(plan, options.get("stdin") or sys.stdin)
+                with self.yielding.suspended() if self.yielding else contextlib.nullcontext():
+                    self._confirm_removal(plan, options.get("stdin") or sys.stdin)
                 confirmed = plan.digest  # apply what the operator saw, or nothing
-            progress = progress_bar(self.stderr, f"Importing {self.noun}s")
             done = self.transfer.apply(
                 entries, requester=options.get("requester"), replace=replace,
                 update=options["update"], expected=confirmed,
-                progress=progress if options["full_speed"] else paced(progress))
+                progress=progress_bar(self.stderr, f"Importing {self.noun}s"))
         except BadEntries as exc:
             for problem in exc.problems:  # every one, one a line
                 self.stderr.write(problem)

@@ -1,5 +1,8 @@
 import io
+import itertools
 import json
+import signal
+import time
 
 import pytest
 from django.core.management import CommandError, ManagementUtility, call_command
@@ -16,6 +19,13 @@ def export(tmp_path) -> dict:
     target = tmp_path / "rules.json"
     call_command("export_rules", "--output", str(target), stderr=io.StringIO())
     return json.loads(target.read_text())
+
+
+def busy_until(done, timeout: float = 10.0) -> None:
+    """Work (the interpreter busy) until `done()`, or fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, "no pause came"
 
 
 def import_rules(tmp_path, data, *args: str) -> str:
@@ -295,18 +305,50 @@ class ImportPaceTests:
     """An import from the command line yields to the service (docs/rule-store.md,
     "Importing on a live plant")."""
 
-    def test_it_pauses_after_each_chunk_as_long_as_the_chunk_took(self):
-        ticks = iter([10.0, 10.5, 11.0, 12.5, 13.0, 14.0])
-        shown, pauses = [], []
-        report = importing.paced(lambda done, total: shown.append(done), pauses.append,
-                                 lambda: next(ticks))
-        for done in (1000, 2000, 3000, 3500):
-            report(done, 3500)
-        assert shown == [1000, 2000, 3000, 3500]
-        # The first chunk's start is unknown; after the second and third, their time; none
-        # after the last.
-        assert pauses == [pytest.approx(0.5 * importing.PACE),
-                          pytest.approx(1.5 * importing.PACE)]
+    def test_after_each_slice_it_pauses_as_long_as_it_worked_times_the_pace(self):
+        ticks = itertools.count(100.0, 0.5)  # each look at the clock half a second later
+        pauses = []
+        previous = signal.getsignal(signal.SIGALRM)
+        with importing.Yielding(pace=2, slice_seconds=0.01, pause=pauses.append,
+                                clock=lambda: next(ticks)):
+            busy_until(lambda: len(pauses) >= 3)
+        # armed at t, the handler looks at t + 0.5: 0.5 s worked, paused 2 × as long
+        assert pauses[:3] == [1.0, 1.0, 1.0]
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+        assert signal.getsignal(signal.SIGALRM) is previous
+
+    def test_it_pauses_on_the_real_clock_and_not_while_suspended(self):
+        pauses = []
+        with importing.Yielding(pace=1, slice_seconds=0.02, pause=pauses.append) as yielding:
+            busy_until(lambda: len(pauses) >= 2)
+            assert all(0.02 <= pause < 1 for pause in pauses)
+            with yielding.suspended():  # the operator answering the confirmation question
+                before = len(pauses)
+                time.sleep(0.1)
+                assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+                assert len(pauses) == before
+            busy_until(lambda: len(pauses) > before)
+            assert pauses[before] < 0.1  # the suspended time is not counted as work
+
+    @pytest.mark.django_db(transaction=True)  # the command closes its connection at the end
+    @pytest.mark.parametrize("flags, yielded", [((), 1), (("--full-speed",), 0)])
+    def test_from_the_command_line_it_yields_unless_at_full_speed(self, tmp_path, monkeypatch,
+                                                                  flags, yielded):
+        entered = []
+
+        class Recorded(importing.Yielding):
+            def __enter__(self):
+                entered.append(signal.getitimer(signal.ITIMER_REAL))
+                return super().__enter__()
+
+        monkeypatch.setattr(importing, "Yielding", Recorded)
+        monkeypatch.setattr(importing.os, "nice", lambda increment: None)
+        source = tmp_path / "import.json"
+        source.write_text(json.dumps({"entries": [entry("C", "P|svc|1.0.0", 1)]}))
+        ManagementUtility(["manage.py", "import_rules", str(source), *flags]).execute()
+        assert len(entered) == yielded
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # off again afterwards
+        assert Rule.objects.count() == 1
 
     @pytest.mark.django_db(transaction=True)  # the command closes its connection at the end
     @pytest.mark.parametrize("flags, niceness", [((), [importing.NICENESS]),
