@@ -163,7 +163,7 @@ def bulk_lists(change_ids: frozenset[int], consumer: str) -> bool:
         return cursor.fetchone() is not None
 
 
-LISTED_FETCHED = 1000  # rows of a bulk write's list made into Python objects at a time
+LISTED_FETCHED = 250  # rows of a bulk write's list made into Python objects at a time
 
 
 def bulk_consumers(ids: Iterable[int],

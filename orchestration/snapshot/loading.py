@@ -32,8 +32,13 @@ FLEXIBLE_RULES = FlexibleRule._meta.db_table
 # Rules by consumer, then by service definition, best priority first.
 ConsumerRules = dict[str, tuple[PullRule, ...]]
 _CHUNK = 500  # values of one IN list (SQLite allows a few hundred at least)
-FETCHED = 1000  # rows made into Python objects at a time (each time a C call holding the GIL)
-BETWEEN_CONSUMERS = 100  # consumers whose records `load_rules` makes between two `between`s
+# Rows made into Python objects at a time (each time a C call holding the GIL), and the
+# consumers whose records `load_rules` makes between two calls of `between`: each step of a
+# catch-up batch takes about half a millisecond, which a request of the process arriving
+# meanwhile shares the interpreter with (with 1 000 and 100, about 2 ms: docs/performance.md,
+# "A catch-up in smaller steps").
+FETCHED = 250
+BETWEEN_CONSUMERS = 25
 
 
 def _json(value: Any) -> Any:
