@@ -7,6 +7,7 @@ random consumers; prints req/s, p50 and p99 of each and the ratios against their
                                                         # (each side as a share of echo)
     .venv/bin/python bench/pull_http.py --sqlite        # make run's embedded SQLite, 1k rules
     .venv/bin/python bench/pull_http.py --bulk          # pull p99 while 900k rules are imported
+                                                        # (against steady; runs against rest)
     .venv/bin/python bench/pull_http.py --flexible      # the flexible store, 10k flexible rules
 
 Data: INSTANCES catalog instances (PROVIDERS providers × DEFINITIONS service definitions, one
@@ -280,12 +281,17 @@ def check_answers(port: int, consumers: int, flexible: bool = False) -> None:
 
 
 def measure(port: int, scratch: Path, name: str, consumers: int, seconds: int,
-            connections: int, label: str = "") -> dict:
+            connections: int, label: str = "",
+            histogram: collections.Counter | None = None) -> dict:
+    """One wrk run, printed; its latencies are added to `histogram` when given."""
     path, body = SCENARIOS[name]
     script = scratch / f"{name}.lua"
-    script.write_text(wrk_script(path, body, consumers))
-    figures = parse_wrk(run_wrk(port, path, script=script, seconds=seconds,
-                                connections=connections))
+    script.write_text(wrk_script(path, body, consumers)
+                      + (HISTOGRAM_LUA if histogram is not None else ""))
+    output = run_wrk(port, path, script=script, seconds=seconds, connections=connections)
+    if histogram is not None:
+        histogram_add(output, histogram)
+    figures = parse_wrk(output)
     valid = not figures["non_2xx"] and not figures["socket_errors"]
     print(f"{label}{name:<10} {figures['requests_per_second']:8.1f} req/s   "
           f"p50 {figures['p50_ms']:8.2f} ms   p99 {figures['p99_ms']:8.2f} ms   "
@@ -427,12 +433,19 @@ def bulk_check(port: int, master: int, scratch: Path, environment: dict[str, str
     single-connection pulls go on in BULK_WINDOW_SECONDS runs, until the import has ended
     and every web process has caught up: each has logged that it loaded everything again or
     read the imported consumers' rules again, and no process's memory has moved by more than
-    1 % over five runs. The worst run's p99 against
-    BULK_GOAL × the steady p99."""
+    1 % over five runs. Then as many runs at rest, as the control.
+
+    The goal: the p99 of all the pulls of the runs during the bulk change (their latency
+    histograms added up) against BULK_GOAL × the steady p99, and no run's p99 above
+    BULK_GOAL × the worst run's at rest. A run's p99 is the 5th-slowest of about 500 pulls:
+    at rest, on the 2-core machine, the worst of 100 such runs was 3.1 and 4.3 × the steady
+    p99 (docs/performance.md, "Measuring a bulk change against its noise")."""
     check_answers(port, 100)
     small_memory = settled_memory(master)
     echo = measure(port, scratch, "echo", 100, arguments.seconds, 1, label="steady ")
-    steady = measure(port, scratch, "pull", 100, arguments.seconds, 1, label="steady ")
+    steady_histogram: collections.Counter = collections.Counter()
+    steady = measure(port, scratch, "pull", 100, arguments.seconds, 1, label="steady ",
+                     histogram=steady_histogram)
     rules_file = scratch / "bulk-rules.json"
     consumers = arguments.bulk_rules // RULES_PER_CONSUMER
     with rules_file.open("w") as out:
@@ -444,9 +457,10 @@ def bulk_check(port: int, master: int, scratch: Path, environment: dict[str, str
             [sys.executable, "manage.py", "import_rules", str(rules_file)], cwd=ROOT,
             env=environment, stdout=import_log, stderr=subprocess.STDOUT)
     windows, imported_at, log_start = [], None, log.stat().st_size
+    during: collections.Counter = collections.Counter()
     settled: list[dict[int, int]] = []
     while True:
-        window = parse_wrk_latencies(port, scratch, 100)
+        window = parse_wrk_latencies(port, scratch, 100, during)
         windows.append(window)
         if imported_at is None and importing.poll() is not None:
             imported_at = time.monotonic() - started
@@ -466,31 +480,74 @@ def bulk_check(port: int, master: int, scratch: Path, environment: dict[str, str
             if (memory_settled(settled) and not reloads_pending
                     or time.monotonic() - started > 1800):
                 break
+    caught_up = time.monotonic() - started
+    rest = [parse_wrk_latencies(port, scratch, 100) for _ in windows]
     worst = max(window["p99_ms"] for window in windows)
-    during = statistics.median(window["p99_ms"] for window in windows)
-    ratio = worst / steady["p99_ms"]
+    worst_at_rest = max(window["p99_ms"] for window in rest)
+    pooled = percentile_ms(during, 99)
+    ratio = pooled / percentile_ms(steady_histogram, 99)
+    window_ratio = worst / worst_at_rest
     valid = (importing.returncode == 0 and steady["valid"] and echo["valid"]
-             and all(window["valid"] for window in windows))
+             and all(window["valid"] for window in windows + rest))
     print_memory(small_memory, settled[-1] if settled else {}, arguments.bulk_rules)
     print(f"bulk import of {arguments.bulk_rules} rules: exit status {importing.returncode} "
-          f"after {imported_at:.1f} s; caught up (memory settled) after "
-          f"{time.monotonic() - started:.1f} s; {len(windows)} windows of "
-          f"{BULK_WINDOW_SECONDS} s")
+          f"after {imported_at:.1f} s; caught up (memory settled) after {caught_up:.1f} s; "
+          f"{len(windows)} windows of {BULK_WINDOW_SECONDS} s, then as many at rest")
     print("pull p99 per window (ms): " + " ".join(f"{w['p99_ms']:.1f}" for w in windows))
-    verdict = ("met" if ratio <= BULK_GOAL else "NOT met") if valid else "invalid (errors)"
+    print("at rest, per window (ms): " + " ".join(f"{w['p99_ms']:.1f}" for w in rest))
+    print(f"worst window p99 during the bulk change / at rest {window_ratio:6.2f}   goal <= "
+          f"{BULK_GOAL:.0f}   (worst {worst:.1f} ms, at rest {worst_at_rest:.1f} ms; median "
+          f"window {statistics.median(w['p99_ms'] for w in windows):.1f} ms, at rest "
+          f"{statistics.median(w['p99_ms'] for w in rest):.1f} ms)")
+    met = ratio <= BULK_GOAL and window_ratio <= BULK_GOAL
+    verdict = ("met" if met else "NOT met") if valid else "invalid (errors)"
     print(f"pull p99 during the bulk change / steady {ratio:6.2f}   goal <= {BULK_GOAL:.0f}   "
-          f"{verdict}   (worst window p99 {worst:.1f} ms, median window p99 {during:.1f} ms, "
-          f"steady p99 {steady['p99_ms']:.1f} ms, echo p99 {echo['p99_ms']:.1f} ms)")
+          f"{verdict}   (p99 of the {sum(during.values())} pulls during the bulk change "
+          f"{pooled:.1f} ms, steady p99 {steady['p99_ms']:.1f} ms, echo p99 "
+          f"{echo['p99_ms']:.1f} ms; met needs the window figure above too)")
     return valid
 
 
-def parse_wrk_latencies(port: int, scratch: Path, consumers: int) -> dict:
-    """One single-connection pull run of BULK_WINDOW_SECONDS (quietly)."""
+# wrk's Lua `done` hook writes its latency histogram: a line per recorded value (µs), count.
+HISTOGRAM_LUA = """
+function done(summary, latency, requests)
+  for i = 1, #latency do
+    local value, count = latency(i)
+    io.write(string.format("histogram %d %d\\n", value, count))
+  end
+end
+"""
+
+
+def histogram_add(output: str, histogram: collections.Counter) -> None:
+    """Add the `histogram` lines of a wrk run (HISTOGRAM_LUA) to `histogram` (µs: count)."""
+    for line in output.splitlines():
+        if line.startswith("histogram "):
+            _, value, count = line.split()
+            histogram[int(value)] += int(count)
+
+
+def percentile_ms(histogram: collections.Counter, percent: float) -> float:
+    """The latency (ms) below which `percent` % of a histogram's requests were answered."""
+    total, seen = sum(histogram.values()), 0
+    for value in sorted(histogram):
+        seen += histogram[value]
+        if seen * 100 >= total * percent:
+            return value / 1000
+    return float("nan")
+
+
+def parse_wrk_latencies(port: int, scratch: Path, consumers: int,
+                        histogram: collections.Counter | None = None) -> dict:
+    """One single-connection pull run of BULK_WINDOW_SECONDS (quietly); its latencies are
+    added to `histogram` when given."""
     path, body = SCENARIOS["pull"]
     script = scratch / "pull.lua"
-    script.write_text(wrk_script(path, body, consumers))
-    figures = parse_wrk(run_wrk(port, path, script=script, seconds=BULK_WINDOW_SECONDS,
-                                connections=1))
+    script.write_text(wrk_script(path, body, consumers) + HISTOGRAM_LUA)
+    output = run_wrk(port, path, script=script, seconds=BULK_WINDOW_SECONDS, connections=1)
+    if histogram is not None:
+        histogram_add(output, histogram)
+    figures = parse_wrk(output)
     figures["valid"] = not figures["non_2xx"] and not figures["socket_errors"]
     return figures
 
