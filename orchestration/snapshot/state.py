@@ -484,12 +484,14 @@ class PullSnapshot:
                 _rules_replace(data, done, rules)
                 data.stale -= done
                 caught_up = not data.stale
-                if caught_up:
-                    self._catch_up_records = RecordSharing()  # what only it held, freed
+                if caught_up:  # what only the catch-up held, freed below
+                    released, self._catch_up_records = self._catch_up_records, RecordSharing()
                     logger.info("Pull snapshot caught up with the bulk changes in %.2f s",
                                 time.monotonic() - self._catch_up_began)
                 if data.rule_count > settings.PULL_SNAPSHOT_MAX_RULES:
                     self._drop(data, "more than PULL_SNAPSHOT_MAX_RULES rules")
+            if caught_up:
+                released.release(between)
             if self.freeze_after_load:
                 gc.freeze()
                 if caught_up:

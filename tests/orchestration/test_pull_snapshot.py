@@ -513,7 +513,9 @@ class BulkChangeTests:
             release.set()
             request.join(10)
         assert wait_until(lambda: not snapshot._data.stale, timeout=10)
-        assert paused and max(paused) < 0.4  # the work, not the wait
+        # The pause comes after the last batch's records are let go of.
+        assert wait_until(lambda: paused, timeout=10)
+        assert max(paused) < 0.4  # the work, not the wait
 
     def test_the_list_is_read_between_the_processs_requests(self, api, snapshot,
                                                             monkeypatch):
@@ -532,6 +534,35 @@ class BulkChangeTests:
             request.join(10)
         assert wait_until(lambda: not snapshot._data.pending and not snapshot._data.stale,
                           timeout=10)
+
+    def test_the_catch_ups_records_are_let_go_of_between_requests(self, api, snapshot,
+                                                                  monkeypatch):
+        monkeypatch.setattr(snapshot_module, "REQUEST_WAIT_SECONDS", 10)
+        released = []
+        real_release = loading.RecordSharing.release
+
+        def release(sharing, between):
+            released.append((sharing, len(sharing.groups)))
+            real_release(sharing, between)
+
+        monkeypatch.setattr(loading.RecordSharing, "release", release)
+        used, real_load = [], snapshot_module.load_rules
+
+        def load_rules(consumers=None, sharing=None, between=None):
+            used.append(sharing)
+            return real_load(consumers, sharing, between)
+
+        monkeypatch.setattr(snapshot_module, "load_rules", load_rules)
+        make_rules(("Car", THERMO, 1))
+        loaded(snapshot)
+        bulk_write(("Bulk1", THERMO, 1), ("Bulk2", THERMO, 1))
+        pulled(api)  # hands the bulk change to the background thread
+        assert wait_until(lambda: not snapshot._data.stale, timeout=10)
+        assert wait_until(lambda: released, timeout=10)
+        [(sharing, groups)] = released
+        assert sharing is used[-1] and groups == 1  # Bulk1 and Bulk2 share one group
+        assert not sharing.groups and not sharing.rules
+        assert snapshot._catch_up_records is not sharing
 
     def test_a_batch_keeps_the_hosts_turn_while_it_pauses(self, api, snapshot,
                                                           monkeypatch):
@@ -623,6 +654,18 @@ class KeyedReadTests:
         assert car is bus and [rule.priority for rule in car] == [1, 2]
         assert van[0] is car[0] and van != car
 
+
+    def test_shared_records_are_let_go_of_a_few_at_a_time(self, snapshot, monkeypatch):
+        monkeypatch.setattr(loading, "RELEASED", 2)
+        make_instances(instance_body("Thermo"), instance_body("Other"))
+        make_rules(("Car", THERMO, 1), ("Car", OTHER, 2), ("Bus", THERMO, 1), ("Van", OTHER, 1))
+        sharing = loading.RecordSharing()
+        loading.load_rules(["Car", "Bus", "Van"], sharing)
+        assert len(sharing.groups) == 3 and len(sharing.rules) == 3
+        left = []
+        sharing.release(lambda: left.append((len(sharing.groups), len(sharing.rules))))
+        assert left == [(3, 3), (1, 3), (0, 3), (0, 1)]  # before each step of 2
+        assert not sharing.groups and not sharing.rules
 
 class EquivalenceTests:
     def test_memory_and_database_answer_alike(self, snapshot, settings):
