@@ -1,6 +1,8 @@
 """bench/pull_http.py keeps working as the service changes: its wrk-output parser, its wrk Lua
 scripts and its data, on fixed inputs (nothing is run or timed here)."""
+import collections
 import json
+import math
 import re
 
 import pytest
@@ -42,6 +44,21 @@ def test_wrk_output_without_errors_counts_none() -> None:
     assert (figures["non_2xx"], figures["socket_errors"]) == (0, 0)
     assert figures["p99_ms"] == pytest.approx(0.95)
 
+
+def test_the_runs_latency_histograms_add_up_to_one_percentile() -> None:
+    """The lines the Lua `done` hook writes (its own format string, as Lua's %d formats)
+    add up across runs; the p99 is of all their requests."""
+    line = re.search(r'string\.format\("([^"]+)\\n"', pull_http.HISTOGRAM_LUA).group(1)
+    histogram = collections.Counter()
+    pull_http.histogram_add(WRK_OUTPUT + "\n".join(line % pair for pair in
+                                                    ((900, 98), (5000, 1))), histogram)
+    pull_http.histogram_add(line % (900, 1) + "\n" + line % (40000, 1), histogram)
+
+    assert histogram == {900: 99, 5000: 1, 40000: 1}
+    assert pull_http.percentile_ms(histogram, 50) == 0.9
+    assert pull_http.percentile_ms(histogram, 99) == 5.0  # the 100th of 101
+    assert pull_http.percentile_ms(histogram, 100) == 40.0
+    assert math.isnan(pull_http.percentile_ms(collections.Counter(), 99))
 
 def test_pull_script_sends_a_random_consumers_identity_and_its_service() -> None:
     path, body = pull_http.SCENARIOS["pull"]
