@@ -7,12 +7,13 @@ import datetime as dt
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 
-@dataclass(frozen=True, slots=True)
-class PullRule:
-    """A rule as pull needs it: which instance, for which service definition, how preferred."""
+class PullRule(NamedTuple):
+    """A rule as pull needs it: which instance, for which service definition, how preferred.
+    A tuple, so that a plain tuple of the same values finds it in a dict (the snapshot's
+    record sharing, orchestration/snapshot/loading.py)."""
 
     service_instance_id: str
     service_definition: str

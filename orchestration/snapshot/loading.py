@@ -2,10 +2,12 @@
 consumers and some instances with their interfaces and reservations. Plain SQL through the
 request thread's connection, no model instances: a million rules load in seconds."""
 import datetime as dt
+import itertools
 import json
 import sys
 import uuid
 from collections.abc import Callable, Iterable, Iterator
+from operator import itemgetter
 from typing import Any
 
 from django.db import connection
@@ -39,6 +41,7 @@ _CHUNK = 500  # values of one IN list (SQLite allows a few hundred at least)
 # "A catch-up in smaller steps").
 FETCHED = 250
 BETWEEN_CONSUMERS = 25
+_consumer = itemgetter(0)
 
 
 def _json(value: Any) -> Any:
@@ -92,31 +95,40 @@ def _each_key(sql: str, column: str, keys: list[str | int]) -> tuple[str, list]:
     chose a parallel scan of the whole table for a few hundred keys or more (their rows
     looked like a large share): a catch-up batch read every rule, in three processes, and the
     larger the table the longer (docs/performance.md, "The catch-up's plan"). The subquery per
-    key (OFFSET 0 keeps it one) has only the one key to go by."""
+    key (OFFSET 0 keeps it one) has only the one key to go by. The rows come key by key, in
+    the order of `sql` within each (the key's place orders them without a sort: the plan
+    reads the keys in that order)."""
     array = "bigint[]" if isinstance(keys[0], int) else "text[]"
     per_key = sql.format(keys=f"{column} = wanted.key")
-    return (f"SELECT picked.* FROM unnest(%s::{array}) AS wanted(key) "
-            f"CROSS JOIN LATERAL ({per_key} OFFSET 0) AS picked", [keys])
+    return (f"SELECT picked.* FROM unnest(%s::{array}) WITH ORDINALITY AS wanted(key, place) "
+            f"CROSS JOIN LATERAL ({per_key} OFFSET 0) AS picked ORDER BY wanted.place", [keys])
 
 
 # Entries `RecordSharing.release` lets go of at a time.
 RELEASED = 1000
+# Records and groups a sharing holds at most before the snapshot starts a new one (about 40
+# bytes each: a million rules with nothing in common would otherwise add 40 MB to a process).
+SHARED_MAX = 200_000
 
 
 class RecordSharing:
-    """The records of the loads given it, shared between them (see `load_rules`)."""
+    """The records of the loads given it, shared between them (see `load_rules`). Each
+    record and group is its own key: a plain tuple of the same values finds it (a PullRule is
+    a tuple), so the index holds no objects of its own but its tables."""
 
     def __init__(self) -> None:
-        # PullRule by (instance id, service definition, priority).
         self.rules: dict[tuple[str, str, int], PullRule] = {}
-        # A consumer's rules for a definition by (definition, (priority, instance id), …).
+        # A consumer's rules for a definition, best first.
         self.groups: dict[tuple, tuple[PullRule, ...]] = {}
+
+    def full(self) -> bool:
+        return len(self.rules) + len(self.groups) > SHARED_MAX
 
     def release(self, between: Callable[[], None]) -> None:
         """Let go of what it holds, RELEASED entries at a time, calling `between` before
-        each step. Dropped at once, what a catch-up of 30 000 consumers had shared held the
-        interpreter for 27-44 ms while it was freed (docs/performance.md, "Measuring a bulk
-        change against its noise")."""
+        each step (records no longer in the snapshot are freed with it: dropped at once, what
+        a catch-up of 30 000 consumers had shared held the interpreter for 27-44 ms;
+        docs/performance.md, "Measuring a bulk change against its noise")."""
         for entries in (self.groups, self.rules):
             while entries:
                 between()
@@ -134,42 +146,46 @@ def load_rules(consumers: Iterable[str] | None = None,
     `sharing`): consumers whose rules point at the same instance with the same priority hold
     one PullRule, and those with the same rules for a definition one tuple (a plant's
     consumers mostly share their providers; docs/performance.md, "The snapshot's memory").
-    Rules loaded after a change get their own until the next full load.
 
-    The rows are grouped as they come, as plain values, and a group is looked up by them:
-    records are made only for a group not seen before (a catch-up batch of 10 000 rules took
-    3 times the CPU when each row was made a record first; docs/performance.md, "The
-    catch-up's plan").
+    The rows come consumer by consumer and are grouped as they come, as plain values; a
+    group is looked up by them, and records are made only for a group not seen before (a
+    catch-up batch of 10 000 rules took 3 times the CPU when each row was made a record
+    first; docs/performance.md, "The catch-up's plan"). Only one consumer's rows are held
+    at a time: the short-lived objects of a whole load, made between the records that stay,
+    kept 40 MB of a million-rule load's memory from going back (docs/performance.md, "The
+    snapshot's memory, grown change by change").
 
     `between`, when given, is called every few milliseconds of the work (a catch-up's
     batch waits there while its process answers a request)."""
-    grouped: dict[str, dict[str, list[tuple[int, str]]]] = {}
-    for consumer, definition, priority, instance_id in _rows(
-            f"SELECT consumer, service_definition, priority, service_instance_id FROM {RULES} "
-            "WHERE {keys}", "consumer", consumers, between):
-        grouped.setdefault(consumer, {}).setdefault(definition, []).append(
-            (priority, instance_id))
     intern = sys.intern  # a million rules share a few thousand instance ids and names
     sharing = sharing or RecordSharing()
     records, groups = sharing.rules, sharing.groups
     loaded: dict[str, ConsumerRules] = {}
-    for count, (consumer, by_definition) in enumerate(grouped.items()):
+    rows = _rows(f"SELECT consumer, service_definition, priority, service_instance_id FROM "
+                 f"{RULES} WHERE {{keys}} ORDER BY consumer, service_definition, priority",
+                 "consumer", consumers, between)
+    for count, (consumer, consumer_rows) in enumerate(itertools.groupby(rows, _consumer)):
         if between is not None and not count % BETWEEN_CONSUMERS:
             between()
+        by_definition: dict[str, list[tuple[int, str]]] = {}
+        for _, definition, priority, instance_id in consumer_rows:
+            by_definition.setdefault(definition, []).append((priority, instance_id))
         rules = loaded[intern(consumer)] = {}
         for definition, pairs in by_definition.items():
             pairs.sort()  # best priority first (one rule a priority and definition)
-            key = (definition, *pairs)
-            group = groups.get(key)
+            wanted = tuple((instance_id, definition, priority) for priority, instance_id in pairs)
+            group = groups.get(wanted)
             if group is None:
-                definition = intern(definition)
-                group = groups[key] = tuple(
-                    records.get((instance_id, definition, priority))
-                    or records.setdefault((instance_id, definition, priority),
-                                          PullRule(intern(instance_id), definition, priority))
-                    for priority, instance_id in pairs)
+                group = tuple(records.get(values) or _shared(records, PullRule(
+                    intern(values[0]), intern(values[1]), values[2])) for values in wanted)
+                groups[group] = group
             rules[group[0].service_definition] = group
     return loaded
+
+
+def _shared(records: dict, record: PullRule) -> PullRule:
+    records[record] = record
+    return record
 
 
 def load_instances(instance_ids: Iterable[str] | None = None) -> dict[str, CatalogInstance]:

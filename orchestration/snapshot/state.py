@@ -226,7 +226,10 @@ class PullSnapshot:
         # a batch of them (under the lock): what it read of them may be older, they stay.
         self._touched: set[str] = set()
         self._catch_up_began = 0.0  # monotonic time at which consumers last became stale
-        self._catch_up_records = RecordSharing()  # shared by its batches, as within a load
+        # The records of the snapshot's rules, shared by every load of them (the full load,
+        # a catch-up's batches, a change's consumers; see load_rules) until it holds
+        # SHARED_MAX: then the background thread lets go of it and begins another.
+        self._records = RecordSharing()
 
     # --- answering ------------------------------------------------------------------------
 
@@ -360,7 +363,6 @@ class PullSnapshot:
         data = self._data
         if not data.stale:
             self._catch_up_began = time.monotonic()
-            self._catch_up_records = RecordSharing()
         data.stale |= consumers
         self._touched |= consumers  # a batch being read may be older than this change
         logger.info("Pull snapshot: the rules of %d consumers changed in bulk; read again in "
@@ -372,7 +374,7 @@ class PullSnapshot:
         if stale:  # read again by `_catch_up`, not before this change
             self._touched |= stale
         if fresh := consumers - stale:
-            _rules_replace(data, fresh, load_rules(fresh))
+            _rules_replace(data, fresh, load_rules(fresh, self._records))
         if consumers:
             named, _ = load_flexible_rules(consumers=consumers)
             _replace_groups(data, data.flexible_named, consumers, named)
@@ -423,6 +425,7 @@ class PullSnapshot:
                         self.view(limit=MAX_APPLIED_CHANGES)
                         self._pending_read()
                         self._catch_up()
+                        self._records_renew()
                     if self._unfrozen >= FREEZE_AFTER_CHANGES and self.freeze_after_load:
                         self._freeze()
                     if (data := self._data) is not None and data.stale:
@@ -473,7 +476,7 @@ class PullSnapshot:
             if collecting:
                 gc.disable()
             try:
-                rules = load_rules(batch, self._catch_up_records, between)
+                rules = load_rules(batch, self._records, between)
             finally:
                 if collecting:
                     gc.enable()
@@ -484,14 +487,12 @@ class PullSnapshot:
                 _rules_replace(data, done, rules)
                 data.stale -= done
                 caught_up = not data.stale
-                if caught_up:  # what only the catch-up held, freed below
-                    released, self._catch_up_records = self._catch_up_records, RecordSharing()
+                if caught_up:
+                    data.stale = set()  # a set keeps the table of its largest size
                     logger.info("Pull snapshot caught up with the bulk changes in %.2f s",
                                 time.monotonic() - self._catch_up_began)
                 if data.rule_count > settings.PULL_SNAPSHOT_MAX_RULES:
                     self._drop(data, "more than PULL_SNAPSHOT_MAX_RULES rules")
-            if caught_up:
-                released.release(between)
             if self.freeze_after_load:
                 gc.freeze()
                 if caught_up:
@@ -502,6 +503,16 @@ class PullSnapshot:
             # 1 / (1 + CATCH_UP_PAUSE) of the time, however many of them are behind.
             worked = time.monotonic() - began - between.waited
             self._stopping.wait(worked * CATCH_UP_PAUSE)
+
+    def _records_renew(self) -> None:
+        """A sharing that holds SHARED_MAX records and groups is let go of, a few at a time
+        between requests (records the snapshot no longer holds are freed with it), and
+        another begins: loads share records with the snapshot's newer rules only."""
+        with self._lock:
+            if not self._records.full():
+                return
+            full, self._records = self._records, RecordSharing()
+        full.release(_BetweenRequests())
 
     def _freeze(self) -> None:
         """Young cyclic garbage is collected first (what requests left), so that little of it
@@ -530,15 +541,17 @@ class PullSnapshot:
         collecting = gc.isenabled() and self.freeze_after_load
         if collecting:  # each collection during the load would walk all it loaded so far
             gc.disable()
+        records = RecordSharing()
         try:
             with _pulls_go_first():
-                data = _Data(load_rules(), load_instances(), load_reservations(),
+                data = _Data(load_rules(sharing=records), load_instances(), load_reservations(),
                              load_flexible_rules())
         finally:
             if collecting:
                 gc.enable()
         with self._lock:
             self._data, self._position, self._read_at = data, position, started
+            self._records = records
         if self.freeze_after_load:
             self._freeze()
         else:

@@ -336,8 +336,8 @@ class BusyLoadingTests:
         seen, before = [], snapshot_module.sys.getswitchinterval()
         real = snapshot_module.load_rules
         monkeypatch.setattr(snapshot_module, "load_rules",
-                            lambda *args: seen.append(snapshot_module.sys.getswitchinterval())
-                            or real(*args))
+                            lambda *args, **kwargs: seen.append(
+                                snapshot_module.sys.getswitchinterval()) or real(*args, **kwargs))
         assert snapshot.load()
         assert seen == [snapshot_module.BUSY_SWITCH_INTERVAL]
         assert snapshot_module.sys.getswitchinterval() == before
@@ -535,34 +535,42 @@ class BulkChangeTests:
         assert wait_until(lambda: not snapshot._data.pending and not snapshot._data.stale,
                           timeout=10)
 
-    def test_the_catch_ups_records_are_let_go_of_between_requests(self, api, snapshot,
-                                                                  monkeypatch):
+    def test_every_load_shares_the_snapshots_records_until_it_is_full(self, api, snapshot,
+                                                                       monkeypatch):
+        """The full load, a catch-up's batches and a change's consumers share one sharing;
+        once it is full, the background thread lets go of it between requests and begins
+        another."""
         monkeypatch.setattr(snapshot_module, "REQUEST_WAIT_SECONDS", 10)
+        make_rules(("Car", THERMO, 1), ("Car", OTHER, 2))
+        loaded(snapshot)
+        sharing = snapshot._records
+        car = snapshot._data.rules["Car"]["temperatureInfo"]
+        assert sharing.groups == {car: car} and len(sharing.rules) == 2
+        bulk_write(("Bulk1", THERMO, 1), ("Bulk1", OTHER, 2), ("Bulk2", THERMO, 1))
+        pulled(api)  # hands the bulk change to the background thread
+        assert wait_until(lambda: "Bulk2" in snapshot._data.rules and not snapshot._data.stale,
+                          timeout=10)
+        rules = snapshot._data.rules
+        assert rules["Bulk1"]["temperatureInfo"] is car
+        assert rules["Bulk2"]["temperatureInfo"][0] is car[0]
+        make_rules(("Van", OTHER, 2), ("Van", THERMO, 1))
+        pulled(api)  # applies the change
+        assert snapshot._data.rules["Van"]["temperatureInfo"] is car
+        assert snapshot._records is sharing and len(sharing.groups) == 2
         released = []
         real_release = loading.RecordSharing.release
 
-        def release(sharing, between):
-            released.append((sharing, len(sharing.groups)))
-            real_release(sharing, between)
+        def release(full, between):
+            released.append((full, len(full.groups), len(full.rules)))
+            real_release(full, between)
 
         monkeypatch.setattr(loading.RecordSharing, "release", release)
-        used, real_load = [], snapshot_module.load_rules
-
-        def load_rules(consumers=None, sharing=None, between=None):
-            used.append(sharing)
-            return real_load(consumers, sharing, between)
-
-        monkeypatch.setattr(snapshot_module, "load_rules", load_rules)
-        make_rules(("Car", THERMO, 1))
-        loaded(snapshot)
-        bulk_write(("Bulk1", THERMO, 1), ("Bulk2", THERMO, 1))
-        pulled(api)  # hands the bulk change to the background thread
-        assert wait_until(lambda: not snapshot._data.stale, timeout=10)
+        monkeypatch.setattr(loading, "SHARED_MAX", 3)
+        snapshot._wake.set()
         assert wait_until(lambda: released, timeout=10)
-        [(sharing, groups)] = released
-        assert sharing is used[-1] and groups == 1  # Bulk1 and Bulk2 share one group
-        assert not sharing.groups and not sharing.rules
-        assert snapshot._catch_up_records is not sharing
+        assert released == [(sharing, 2, 2)]
+        assert not sharing.groups and not sharing.rules and snapshot._records is not sharing
+        assert snapshot._data.rules["Van"]["temperatureInfo"] is car  # the snapshot keeps it
 
     def test_a_batch_keeps_the_hosts_turn_while_it_pauses(self, api, snapshot,
                                                           monkeypatch):
