@@ -106,8 +106,8 @@ def _each_key(sql: str, column: str, keys: list[str | int]) -> tuple[str, list]:
 
 # Entries `RecordSharing.release` lets go of at a time.
 RELEASED = 1000
-# Records and groups a sharing holds at most before the snapshot starts a new one (about 40
-# bytes each: a million rules with nothing in common would otherwise add 40 MB to a process).
+# Records and groups a sharing holds at most before the snapshot begins another (25-50 bytes
+# each: a million rules with nothing in common would otherwise add 40 MB to a process).
 SHARED_MAX = 200_000
 
 
