@@ -1,36 +1,73 @@
 """Whether this process is answering a request now, for background work that should use the
-interpreter only between requests: the pull snapshot's catch-up after a bulk write
-(orchestration/snapshot/state.py). The middleware, first in the chain, counts the requests in
-progress; `idle_wait` blocks while there is one."""
+interpreter only between requests: the pull snapshot's catch-up after a bulk write and its
+freezes (orchestration/snapshot/state.py).
+
+A request counts from Django's `request_started` signal, sent before the request object is
+built, to `request_finished`, sent when the server closes the response after writing it: the
+whole time its objects may be alive, the response included. Both are sent by the thread that
+answers the request; a thread whose request never finished (the handler failed before it had
+a response) counts once, until its next request finishes. `idle_wait` blocks while a request
+is in progress; `between_requests` runs an action once none is, holding back the requests
+that begin meanwhile until it returns."""
 import threading
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse
+from django.core.signals import request_finished, request_started
 
 _lock = threading.Lock()
+_changed = threading.Condition(_lock)  # notified when the count reaches 0, or an action ends
 _in_progress = 0
-_idle = threading.Event()
-_idle.set()
+_held = False  # an action of between_requests runs: requests beginning wait for it
+_thread = threading.local()
 
 
 def idle_wait(timeout: float) -> bool:
     """Return once no request is in progress (True), or after `timeout` seconds (False)."""
-    return _idle.is_set() or _idle.wait(timeout)
+    with _changed:
+        return _changed.wait_for(lambda: not _in_progress, timeout)
 
 
-class RequestsInProgressMiddleware:
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
+def between_requests(action: Callable[[], object], timeout: float) -> bool:
+    """Run `action` once no request is in progress, and hold back the requests that begin
+    until it has returned (True); False, without running it, when requests went on for
+    `timeout` seconds. For a short action: a request arriving meanwhile waits for it."""
+    global _held
+    with _changed:
+        if not _changed.wait_for(lambda: not _in_progress and not _held, timeout):
+            return False
+        _held = True
+    try:
+        action()
+    finally:
+        with _changed:
+            _held = False
+            _changed.notify_all()
+    return True
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        global _in_progress
-        with _lock:
-            _in_progress += 1
-            _idle.clear()
-        try:
-            return self.get_response(request)
-        finally:
-            with _lock:
-                _in_progress -= 1
-                if not _in_progress:
-                    _idle.set()
+
+def request_began(**kwargs) -> None:
+    global _in_progress
+    if getattr(_thread, "counted", False):
+        return  # the thread's previous request never finished: it counts still, once
+    with _changed:
+        while _held:
+            _changed.wait()
+        _in_progress += 1
+    _thread.counted = True
+
+
+def request_ended(**kwargs) -> None:
+    global _in_progress
+    if not getattr(_thread, "counted", False):
+        return
+    _thread.counted = False
+    with _changed:
+        _in_progress -= 1
+        if not _in_progress:
+            _changed.notify_all()
+
+
+def requests_count() -> None:
+    """Count the requests of this process from now on (api/apps.py, at start)."""
+    request_started.connect(request_began, dispatch_uid="api.requests_in_progress.began")
+    request_finished.connect(request_ended, dispatch_uid="api.requests_in_progress.ended")

@@ -84,6 +84,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "api",  # counts the requests in progress (api/requests_in_progress.py)
     "identity",
     "general",
     "store",
@@ -95,8 +96,6 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # First: counts the requests in progress, between which the pull snapshot catches up.
-    "api.requests_in_progress.RequestsInProgressMiddleware",
     "observability.metrics_middleware.RequestMetricsMiddleware",  # times the whole request
     "api.request_id.RequestIdMiddleware",
     "api.request_guard.RequestGuardMiddleware",  # body size, NUL in URL and headers

@@ -42,7 +42,7 @@ from django.conf import settings
 from django.db import connection
 
 from api.heap import heap_trim
-from api.requests_in_progress import idle_wait
+from api.requests_in_progress import between_requests, idle_wait
 from orchestration.pull.records import (
     CatalogInstance,
     FlexibleRuleRecord,
@@ -82,6 +82,9 @@ GATHER_SECONDS = 0.002
 # A web worker freezes its objects again (see PullSnapshot.freeze_after_load) once it has
 # applied this many changes since the last time.
 FREEZE_AFTER_CHANGES = 10_000
+# A freeze waits for a break between the process's requests; after this long without one, it
+# freezes during them.
+FREEZE_WAIT_SECONDS = 30.0
 # While the background thread loads or applies many changes, the interpreter lets another
 # thread run after this many seconds instead of Python's 5 ms: a pull of the same process
 # waiting to go on after each of its database reads would wait that long each time
@@ -222,6 +225,7 @@ class PullSnapshot:
         # for 0.1-0.5 s.
         self.freeze_after_load = False
         self._unfrozen = 0  # changes applied since the last freeze
+        self._freeze_due = 0.0  # monotonic time of the first postponed freeze (0: none)
         # Stale consumers whose rules changed again since the background thread began to read
         # a batch of them (under the lock): what it read of them may be older, they stay.
         self._touched: set[str] = set()
@@ -426,7 +430,8 @@ class PullSnapshot:
                         self._pending_read()
                         self._catch_up()
                         self._records_renew()
-                    if self._unfrozen >= FREEZE_AFTER_CHANGES and self.freeze_after_load:
+                    if self.freeze_after_load and (
+                            self._freeze_due or self._unfrozen >= FREEZE_AFTER_CHANGES):
                         self._freeze()
                     if (data := self._data) is not None and data.stale:
                         continue  # the next batch of stale consumers, on this connection
@@ -468,7 +473,7 @@ class PullSnapshot:
             self._touched = set()
         # As a load does: no cycle collection while it builds records (each would walk
         # every record built since the last freeze, stalling the process's pulls), and what
-        # it built frozen at once (no collection first: that too would walk them all).
+        # it built frozen after one collection, between requests (see `_freeze`).
         collecting = gc.isenabled() and self.freeze_after_load
         between = _BetweenRequests()
         with _one_load_per_host():
@@ -493,12 +498,9 @@ class PullSnapshot:
                                 time.monotonic() - self._catch_up_began)
                 if data.rule_count > settings.PULL_SNAPSHOT_MAX_RULES:
                     self._drop(data, "more than PULL_SNAPSHOT_MAX_RULES rules")
+            self._unfrozen += len(done)
             if self.freeze_after_load:
-                gc.freeze()
-                if caught_up:
-                    heap_trim()
-            else:
-                self._unfrozen += len(done)
+                self._freeze(trim=caught_up)
             # Still holding the host's turn: the host's processes together catch up at most
             # 1 / (1 + CATCH_UP_PAUSE) of the time, however many of them are behind.
             worked = time.monotonic() - began - between.waited
@@ -514,13 +516,25 @@ class PullSnapshot:
             full, self._records = self._records, RecordSharing()
         full.release(_BetweenRequests())
 
-    def _freeze(self) -> None:
-        """Young cyclic garbage is collected first (what requests left), so that little of it
-        is frozen for good; the rest of the process's objects leave the collector's reach."""
-        self._unfrozen = 0
-        gc.collect(1)
-        gc.freeze()
-        heap_trim()  # what loading and applying freed, back to the system
+    def _freeze(self, trim: bool = True) -> None:
+        """Between requests, cyclic garbage is collected (every generation: only what is not
+        frozen yet) and the rest of the process's objects leave the collector's reach. An
+        object of a request in progress, frozen, would stay for good once it became garbage
+        (a request's objects form cycles: its request, response and serializers): the
+        processes that served writes kept the rule lists of 10 to 30 bulk writes each. A
+        process that has had no break between requests for FREEZE_WAIT_SECONDS freezes
+        anyway (leaving what its requests in progress then hold, at most)."""
+        now = time.monotonic()
+        self._freeze_due = self._freeze_due or now
+        if not between_requests(_collect_and_freeze, REQUEST_WAIT_SECONDS):
+            if now - self._freeze_due < FREEZE_WAIT_SECONDS:
+                return  # tried again after the next changes or REFRESH_SECONDS
+            logger.info("Pull snapshot frozen during requests: none ended for %s s",
+                        FREEZE_WAIT_SECONDS)
+            _collect_and_freeze()
+        self._unfrozen, self._freeze_due = 0, 0.0
+        if trim:
+            heap_trim()  # what loading and applying freed, back to the system
 
     def load(self) -> bool:
         """Load everything (the background thread; tests). False when there are more rules
@@ -559,6 +573,11 @@ class PullSnapshot:
         logger.info("Pull snapshot loaded: %d rules, %d instances in %.2f s", data.rule_count,
                     len(data.instances), time.monotonic() - started)
         return True
+
+
+def _collect_and_freeze() -> None:
+    gc.collect()
+    gc.freeze()
 
 
 class _BetweenRequests:

@@ -1,28 +1,37 @@
 """The count of requests in progress (api/requests_in_progress.py), between which background
-work of the process runs."""
+work of the process runs: from Django's request_started to request_finished."""
+import io
 import threading
 import time
 
-import pytest
-from django.http import HttpResponse
+from django.core.handlers.wsgi import WSGIHandler
+from django.core.signals import request_finished, request_started
 
 from api import requests_in_progress
-from api.requests_in_progress import RequestsInProgressMiddleware, idle_wait
+from api.requests_in_progress import between_requests, idle_wait
 
 
 def held_request() -> tuple[threading.Thread, threading.Event, threading.Event]:
-    """A request in progress (through the middleware) until `release` is set."""
+    """A request in progress (begun and not finished, by Django's signals, in a thread of its
+    own) until `release` is set."""
     entered, release = threading.Event(), threading.Event()
 
-    def respond(request) -> HttpResponse:
+    def answer() -> None:
+        request_started.send(sender=WSGIHandler, environ={})
         entered.set()
         release.wait(10)
-        return HttpResponse()
+        request_finished.send(sender=WSGIHandler)
 
-    thread = threading.Thread(target=RequestsInProgressMiddleware(respond), args=(None,))
+    thread = threading.Thread(target=answer)
     thread.start()
     assert entered.wait(5)
     return thread, entered, release
+
+
+def echo_environ() -> dict:
+    return {"REQUEST_METHOD": "GET", "PATH_INFO": "/serviceorchestration/monitor/echo",
+            "SERVER_NAME": "localhost", "SERVER_PORT": "8465", "wsgi.url_scheme": "http",
+            "wsgi.input": io.BytesIO(), "wsgi.errors": io.StringIO()}
 
 
 def test_idle_wait_returns_at_once_without_requests():
@@ -51,10 +60,75 @@ def test_idle_wait_waits_for_every_request_in_progress_to_end():
     assert requests_in_progress._in_progress == 0
 
 
-def test_a_failed_request_ends_too():
-    def respond(request):
-        raise RuntimeError("boom")
+def test_a_request_counts_until_the_server_has_closed_its_response():
+    """Its objects (the response the server writes included) are alive until then."""
+    statuses = []
+    response = WSGIHandler()(echo_environ(), lambda status, headers: statuses.append(status))
+    assert statuses == ["200 OK"]
+    assert not idle_wait(0)  # answered, not yet written and closed
+    response.close()
+    assert idle_wait(0)
 
-    with pytest.raises(RuntimeError):
-        RequestsInProgressMiddleware(respond)(None)
+
+def test_a_refused_request_ends_too(client):
+    assert client.get("/serviceorchestration/no-such-thing").status_code == 401
+    assert idle_wait(0)
+
+
+def test_a_request_that_never_finished_counts_once_until_its_threads_next_one_ends():
+    request_started.send(sender=WSGIHandler, environ={})  # its handler failed: no finish
+    request_started.send(sender=WSGIHandler, environ={})  # the thread's next request
+    assert requests_in_progress._in_progress == 1
+    request_finished.send(sender=WSGIHandler)
+    assert idle_wait(0)
+    request_finished.send(sender=WSGIHandler)  # not counted: nothing to end
+    assert requests_in_progress._in_progress == 0
+
+
+def test_between_requests_runs_the_action_once_they_have_ended():
+    request, _, release = held_request()
+    ran = []
+    try:
+        assert not between_requests(lambda: ran.append("too soon"), 0.1)
+        assert ran == []
+        threading.Timer(0.2, release.set).start()
+        assert between_requests(lambda: ran.append(idle_wait(0)), 5)
+        assert ran == [True]
+    finally:
+        release.set()
+        request.join(5)
+
+
+def test_a_request_beginning_during_the_action_waits_until_it_has_returned():
+    acting, finish, order = threading.Event(), threading.Event(), []
+
+    def action() -> None:
+        acting.set()
+        finish.wait(5)
+        order.append("action")
+
+    runner = threading.Thread(target=between_requests, args=(action, 5))
+    runner.start()
+    assert acting.wait(5)
+    request, entered, release = None, threading.Event(), threading.Event()
+    try:
+        def answer() -> None:
+            request_started.send(sender=WSGIHandler, environ={})
+            order.append("request")
+            entered.set()
+            release.wait(5)
+            request_finished.send(sender=WSGIHandler)
+
+        request = threading.Thread(target=answer)
+        request.start()
+        assert not entered.wait(0.3)  # held back while the action runs
+        finish.set()
+        assert entered.wait(5)
+        assert order == ["action", "request"]
+    finally:
+        finish.set()
+        release.set()
+        runner.join(5)
+        if request is not None:
+            request.join(5)
     assert idle_wait(0)

@@ -6,6 +6,7 @@ import datetime as dt
 import gc
 import random
 import threading
+import weakref
 
 import pytest
 from django.db import connection, transaction
@@ -300,6 +301,53 @@ class FreezingTests:
             assert wait_until(gc.get_freeze_count, timeout=10)
         finally:
             gc.unfreeze()  # the test process keeps collecting everything
+
+    def test_a_freeze_waits_for_a_break_between_requests_and_frees_their_garbage(
+            self, snapshot, monkeypatch):
+        """Objects of a request in progress are not frozen: frozen, they would stay for good
+        once they became garbage (a request's objects form cycles)."""
+        monkeypatch.setattr(snapshot, "freeze_after_load", True)
+        monkeypatch.setattr(snapshot_module, "REQUEST_WAIT_SECONDS", 0.05)
+
+        class Cyclic:
+            pass
+
+        held = Cyclic()
+        held.itself = held
+        gc.collect()  # it survives collections, as a long request's objects do
+        gone = weakref.ref(held)
+        request, _, release = held_request()
+        try:
+            gc.unfreeze()
+            snapshot._freeze()
+            assert gc.get_freeze_count() == 0 and snapshot._freeze_due  # postponed
+            del held  # the request ends: its objects are garbage
+            release.set()
+            request.join(5)
+            snapshot._freeze()
+            assert gc.get_freeze_count() > 0 and not snapshot._freeze_due
+            assert gone() is None  # collected, not frozen
+        finally:
+            release.set()
+            gc.unfreeze()
+
+    def test_a_process_without_a_break_between_requests_freezes_after_a_while(
+            self, snapshot, monkeypatch):
+        monkeypatch.setattr(snapshot, "freeze_after_load", True)
+        monkeypatch.setattr(snapshot_module, "REQUEST_WAIT_SECONDS", 0.05)
+        monkeypatch.setattr(snapshot_module, "FREEZE_WAIT_SECONDS", 0.3)
+        request, _, release = held_request()
+        try:
+            gc.unfreeze()
+            snapshot._freeze()
+            assert gc.get_freeze_count() == 0
+            threading.Event().wait(0.4)
+            snapshot._freeze()
+            assert gc.get_freeze_count() > 0 and not snapshot._freeze_due
+        finally:
+            release.set()
+            request.join(5)
+            gc.unfreeze()
 
 
 class BusyLoadingTests:
