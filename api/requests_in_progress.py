@@ -8,9 +8,11 @@ whole time its objects may be alive, the response included. Both are sent by the
 answers the request; a thread whose request never finished (the handler failed before it had
 a response) counts once, until its next request finishes. `idle_wait` blocks while a request
 is in progress; `between_requests` runs an action once none is, holding back the requests
-that begin meanwhile until it returns."""
+that begin meanwhile until it returns. The MQTT interface counts its requests
+(`request_in_progress`), a Celery worker process its tasks (config/processes.py)."""
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from django.core.signals import request_finished, request_started
 
@@ -65,6 +67,16 @@ def request_ended(**kwargs) -> None:
         _in_progress -= 1
         if not _in_progress:
             _changed.notify_all()
+
+
+@contextlib.contextmanager
+def request_in_progress() -> Iterator[None]:
+    """What the block answers counts as a request (a request of the MQTT interface)."""
+    request_began()
+    try:
+        yield
+    finally:
+        request_ended()
 
 
 def requests_count() -> None:

@@ -30,7 +30,7 @@ apps are loaded.
 """
 from typing import Any
 
-from celery.signals import worker_process_init
+from celery.signals import task_postrun, task_prerun, worker_process_init
 
 # How long a web worker at exit waits for its pull snapshot thread (it may be loading).
 SNAPSHOT_STOP_SECONDS = 1.0
@@ -54,9 +54,11 @@ def web_master_stop() -> None:
 
 def web_worker_start(worker: Any) -> None:
     """gunicorn `post_worker_init`, in each worker after the fork."""
+    from api.heap import heap_large_blocks_apart
     from config.scheduler import start_in_process_scheduler
     from orchestration.snapshot.state import snapshot_start
 
+    heap_large_blocks_apart()
     start_in_process_scheduler()
     snapshot_start()
 
@@ -75,15 +77,23 @@ def web_worker_stop(server: Any, worker: Any) -> None:
 def worker_child_start(**kwargs: Any) -> None:
     """Celery `worker_process_init`, in each prefork child: its pull snapshot loads in the
     background now, so that the first change does not find it unloaded (its previews would
-    then read the database, several times slower)."""
+    then read the database, several times slower). Its tasks count as requests in progress,
+    between which the snapshot is frozen (orchestration/snapshot/state.py)."""
+    from api.heap import heap_large_blocks_apart
+    from api.requests_in_progress import request_began, request_ended
     from orchestration.snapshot.state import snapshot_start
 
+    heap_large_blocks_apart()
+    task_prerun.connect(request_began, dispatch_uid="config.processes.task_began")
+    task_postrun.connect(request_ended, dispatch_uid="config.processes.task_ended")
     snapshot_start()
 
 
 def mqtt_interface_start() -> None:
     """`manage.py mqtt_api`, before it serves: pulls are answered from the snapshot as in a
     web worker."""
+    from api.heap import heap_large_blocks_apart
     from orchestration.snapshot.state import snapshot_start
 
+    heap_large_blocks_apart()
     snapshot_start()

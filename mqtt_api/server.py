@@ -16,6 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 from paho.mqtt.client import Client, MQTTMessage
 
 from api.body_budget import BodyBudget, busy_message
+from api.requests_in_progress import request_in_progress
 from mqtt_api.front_door import Answer, answer, error_answer
 from mqtt_api.messages import TemplateError, parse_request, response_bytes
 from mqtt_api.operations import served_topics
@@ -116,7 +117,8 @@ class MqttApiServer:
     def _work(self) -> None:
         while (received := self._queue.get()) is not None:
             try:
-                self._respond(received, None)
+                with request_in_progress():  # the snapshot freezes between requests
+                    self._respond(received, None)
             except Exception:  # noqa: BLE001 - one request must not stop the thread
                 logger.exception("MQTT interface: answering a request on %s failed",
                                  received.topic)

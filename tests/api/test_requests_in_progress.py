@@ -8,7 +8,7 @@ from django.core.handlers.wsgi import WSGIHandler
 from django.core.signals import request_finished, request_started
 
 from api import requests_in_progress
-from api.requests_in_progress import between_requests, idle_wait
+from api.requests_in_progress import between_requests, idle_wait, request_in_progress
 
 
 def held_request() -> tuple[threading.Thread, threading.Event, threading.Event]:
@@ -132,3 +132,35 @@ def test_a_request_beginning_during_the_action_waits_until_it_has_returned():
         if request is not None:
             request.join(5)
     assert idle_wait(0)
+
+
+def test_a_block_counts_as_a_request_until_it_ends_or_fails():
+    """The MQTT interface's requests (mqtt_api/server.py)."""
+    with request_in_progress():
+        assert not idle_wait(0)
+    assert idle_wait(0)
+    try:
+        with request_in_progress():
+            raise RuntimeError("boom")
+    except RuntimeError:
+        pass
+    assert idle_wait(0)
+
+
+def test_a_celery_worker_process_counts_its_tasks(monkeypatch):
+    from celery.signals import task_postrun, task_prerun
+
+    from config import processes
+    from orchestration.snapshot import state
+
+    monkeypatch.setattr(state, "snapshot_start", lambda: None)
+    try:
+        processes.worker_child_start()
+        task_prerun.send(sender=None, task_id="1", task=None, args=(), kwargs={})
+        assert not idle_wait(0)
+        task_postrun.send(sender=None, task_id="1", task=None, args=(), kwargs={},
+                          retval=None, state="SUCCESS")
+        assert idle_wait(0)
+    finally:
+        task_prerun.disconnect(dispatch_uid="config.processes.task_began")
+        task_postrun.disconnect(dispatch_uid="config.processes.task_ended")
