@@ -402,7 +402,7 @@ CELERY_BEAT_SCHEDULE["remove-old-jobs"] = every(300, "orchestration.remove_old_j
 CELERY_BEAT_SCHEDULE["compact-job-counts"] = every(30, "orchestration.compact_job_counts")
 
 # --- Pull snapshot (orchestration/snapshot/state.py, docs/performance.md)
-# Above PULL_SNAPSHOT_MAX_RULES rules (about 50-60 bytes each per process, loaded or grown
+# Above PULL_SNAPSHOT_MAX_RULES rules (about 45-60 bytes each per process, loaded or grown
 # change by change) pulls query the database.
 PULL_SNAPSHOT = env.bool("PULL_SNAPSHOT", default=True)
 PULL_SNAPSHOT_MAX_RULES = env_non_negative_int("PULL_SNAPSHOT_MAX_RULES", 2_000_000)
