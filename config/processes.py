@@ -80,12 +80,12 @@ def worker_child_start(**kwargs: Any) -> None:
     then read the database, several times slower). Its tasks count as requests in progress,
     between which the snapshot is frozen (orchestration/snapshot/state.py)."""
     from api.heap import heap_large_blocks_apart
-    from api.requests_in_progress import request_began, request_ended
+    from api.requests_in_progress import work_began, work_ended
     from orchestration.snapshot.state import snapshot_start
 
     heap_large_blocks_apart()
-    task_prerun.connect(request_began, dispatch_uid="config.processes.task_began")
-    task_postrun.connect(request_ended, dispatch_uid="config.processes.task_ended")
+    task_prerun.connect(work_began, dispatch_uid="config.processes.task_began")
+    task_postrun.connect(work_ended, dispatch_uid="config.processes.task_ended")
     snapshot_start()
 
 

@@ -10,6 +10,7 @@ pytest.register_assert_rewrite("tests.helpers", "tests.store.helpers")
 from django.conf import settings as django_settings  # noqa: E402
 from rest_framework.test import APIClient  # noqa: E402
 
+from api.requests_in_progress import request_ended  # noqa: E402
 from config.celery import app as celery_app  # noqa: E402
 from notifications import address_policy  # noqa: E402
 from notifications.inprocess import in_process_connections_close  # noqa: E402
@@ -84,6 +85,15 @@ def celery_mode(request) -> Iterator[None]:
     celery_app.conf.task_always_eager = eager
     yield
     celery_app.conf.task_always_eager = previous
+
+
+@pytest.fixture(autouse=True)
+def request_counted_ends() -> Iterator[None]:
+    """A server closes every response it wrote; the test client leaves a streaming response
+    open until it is read, and its request counted (api/requests_in_progress.py), which
+    would hold back the snapshot's background work in the tests that follow."""
+    yield
+    request_ended()
 
 
 @pytest.fixture

@@ -498,7 +498,7 @@ class PullSnapshot:
                                 time.monotonic() - self._catch_up_began)
                 if data.rule_count > settings.PULL_SNAPSHOT_MAX_RULES:
                     self._drop(data, "more than PULL_SNAPSHOT_MAX_RULES rules")
-            self._unfrozen += len(done)
+                self._unfrozen += len(done)
             if self.freeze_after_load:
                 self._freeze(trim=caught_up)
             # Still holding the host's turn: the host's processes together catch up at most
@@ -516,23 +516,26 @@ class PullSnapshot:
             full, self._records = self._records, RecordSharing()
         full.release(_BetweenRequests())
 
-    def _freeze(self, trim: bool = True) -> None:
+    def _freeze(self, trim: bool = True, loaded: bool = False) -> None:
         """Between requests, cyclic garbage is collected (every generation: only what is not
         frozen yet) and the rest of the process's objects leave the collector's reach. An
         object of a request in progress, frozen, would stay for good once it became garbage
         (a request's objects form cycles: its request, response and serializers): the
-        processes that served writes kept the rule lists of 10 to 30 bulk writes each. A
-        process that has had no break between requests for FREEZE_WAIT_SECONDS freezes
-        anyway (leaving what its requests in progress then hold, at most)."""
+        processes that served writes kept the rule lists of 10 to 30 bulk writes each.
+
+        When requests in progress do not end (`between_requests`), a freeze is tried again
+        after the next changes or REFRESH_SECONDS, and done anyway after
+        FREEZE_WAIT_SECONDS, keeping what those requests hold. After a full load (`loaded`)
+        it is done at once: until it is, every collection would walk the whole snapshot."""
         now = time.monotonic()
         self._freeze_due = self._freeze_due or now
         if not between_requests(_collect_and_freeze, REQUEST_WAIT_SECONDS):
-            if now - self._freeze_due < FREEZE_WAIT_SECONDS:
-                return  # tried again after the next changes or REFRESH_SECONDS
-            logger.info("Pull snapshot frozen during requests: none ended for %s s",
-                        FREEZE_WAIT_SECONDS)
+            if not loaded and now - self._freeze_due < FREEZE_WAIT_SECONDS:
+                return
+            logger.info("Pull snapshot frozen while requests were in progress")
             _collect_and_freeze()
-        self._unfrozen, self._freeze_due = 0, 0.0
+        with self._lock:
+            self._unfrozen, self._freeze_due = 0, 0.0
         if trim:
             heap_trim()  # what loading and applying freed, back to the system
 
@@ -567,7 +570,7 @@ class PullSnapshot:
             self._data, self._position, self._read_at = data, position, started
             self._records = records
         if self.freeze_after_load:
-            self._freeze()
+            self._freeze(loaded=True)
         else:
             heap_trim()
         logger.info("Pull snapshot loaded: %d rules, %d instances in %.2f s", data.rule_count,

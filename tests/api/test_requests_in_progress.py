@@ -4,6 +4,7 @@ import io
 import threading
 import time
 
+import pytest
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.signals import request_finished, request_started
 
@@ -99,6 +100,50 @@ def test_between_requests_runs_the_action_once_they_have_ended():
         request.join(5)
 
 
+def test_between_requests_holds_back_new_requests_while_those_in_progress_end():
+    """No moment without requests comes within the wait: new requests are held back, and
+    the action runs once those in progress have ended."""
+    request, _, release = held_request()
+    entered, ran = threading.Event(), []
+
+    def answer() -> None:
+        request_started.send(sender=WSGIHandler, environ={})
+        entered.set()
+        request_finished.send(sender=WSGIHandler)
+
+    newcomer = threading.Thread(target=answer)
+    try:
+        threading.Timer(0.7, newcomer.start).start()  # while the one in progress drains
+        threading.Timer(0.8, release.set).start()
+        assert between_requests(lambda: ran.append(entered.is_set()), 0.5)
+        assert ran == [False]  # the newcomer waited for the action
+        assert entered.wait(5)
+    finally:
+        release.set()
+        request.join(5)
+        newcomer.join(5)
+    assert idle_wait(5)
+
+
+def test_between_requests_lets_held_requests_go_when_those_in_progress_do_not_end():
+    request, _, release = held_request()
+    entered = threading.Event()
+
+    def answer() -> None:
+        request_started.send(sender=WSGIHandler, environ={})
+        entered.set()
+        request_finished.send(sender=WSGIHandler)
+
+    try:
+        threading.Timer(0.15, lambda: threading.Thread(target=answer).start()).start()
+        assert not between_requests(lambda: pytest.fail("ran"), 0.1)
+        assert entered.wait(5)  # held back for the drain at most, then let go
+    finally:
+        release.set()
+        request.join(5)
+    assert idle_wait(5)
+
+
 def test_a_request_beginning_during_the_action_waits_until_it_has_returned():
     acting, finish, order = threading.Event(), threading.Event(), []
 
@@ -135,8 +180,15 @@ def test_a_request_beginning_during_the_action_waits_until_it_has_returned():
 
 
 def test_a_block_counts_as_a_request_until_it_ends_or_fails():
-    """The MQTT interface's requests (mqtt_api/server.py)."""
+    """The MQTT interface's requests (mqtt_api/server.py), which run the WSGI application:
+    the request it runs ends within the block, and the block still counts."""
     with request_in_progress():
+        assert not idle_wait(0)
+        response = WSGIHandler()(echo_environ(), lambda status, headers: None)
+        response.close()  # request_finished
+        assert not idle_wait(0)
+        with request_in_progress():  # nested
+            pass
         assert not idle_wait(0)
     assert idle_wait(0)
     try:
@@ -150,14 +202,20 @@ def test_a_block_counts_as_a_request_until_it_ends_or_fails():
 def test_a_celery_worker_process_counts_its_tasks(monkeypatch):
     from celery.signals import task_postrun, task_prerun
 
+    from api import heap
     from config import processes
     from orchestration.snapshot import state
 
     monkeypatch.setattr(state, "snapshot_start", lambda: None)
+    monkeypatch.setattr(heap, "heap_large_blocks_apart", lambda: None)
     try:
         processes.worker_child_start()
         task_prerun.send(sender=None, task_id="1", task=None, args=(), kwargs={})
         assert not idle_wait(0)
+        task_prerun.send(sender=None, task_id="2", task=None, args=(), kwargs={})  # eager
+        task_postrun.send(sender=None, task_id="2", task=None, args=(), kwargs={},
+                          retval=None, state="SUCCESS")
+        assert not idle_wait(0)  # the outer task goes on
         task_postrun.send(sender=None, task_id="1", task=None, args=(), kwargs={},
                           retval=None, state="SUCCESS")
         assert idle_wait(0)

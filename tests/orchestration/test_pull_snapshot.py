@@ -331,6 +331,20 @@ class FreezingTests:
             release.set()
             gc.unfreeze()
 
+    def test_a_load_is_frozen_at_once_even_while_requests_go_on(self, snapshot, monkeypatch):
+        """Until it is, each collection would walk the whole snapshot."""
+        monkeypatch.setattr(snapshot, "freeze_after_load", True)
+        monkeypatch.setattr(snapshot_module, "REQUEST_WAIT_SECONDS", 0.05)
+        request, _, release = held_request()
+        try:
+            gc.unfreeze()
+            assert snapshot.load()
+            assert gc.get_freeze_count() > 0 and not snapshot._freeze_due
+        finally:
+            release.set()
+            request.join(5)
+            gc.unfreeze()
+
     def test_a_process_without_a_break_between_requests_freezes_after_a_while(
             self, snapshot, monkeypatch):
         monkeypatch.setattr(snapshot, "freeze_after_load", True)
