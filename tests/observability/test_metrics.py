@@ -373,7 +373,15 @@ class ProcessesTests:
                 assert not (directory / f"counter_{stopped_pid}.db").exists()
                 echoes = _echo_until_both_workers_served(port, directory, master.pid)
                 _deliver_on_the_worker(http_sink, queue)
-                status, text = _get(port, METRICS)
+                # The worker counts a delivery just after it has recorded it as DELIVERED.
+                scrapes = []
+
+                def delivery_counted() -> bool:
+                    scrapes.append(_get(port, METRICS))
+                    return _delivery_observed(*scrapes[-1])
+
+                wait_for(delivery_counted, timeout=10, what="the worker's counts of the delivery")
+                status, text = scrapes[-1]
         finally:
             stop_worker(worker)
             forget_queues(f"{queue}.http")
@@ -394,6 +402,12 @@ def _write_echo_count(path: Path, count: float) -> None:
     file.write_value(mmap_key(f"{PREFIX}_requests", f"{PREFIX}_requests_total",
                               ("route", "status"), labels, REQUESTS._documentation), count, 0.0)
     file.close()
+
+
+def _delivery_observed(status: int, text: str) -> bool:
+    families = {family.name: family for family in text_string_to_metric_families(text)}
+    return status == 200 and value(families, f"{PREFIX}_notification_delivery_seconds_count",
+                                   protocol="HTTP") > 0
 
 
 def _get(port: int, path: str) -> tuple[int, str]:
